@@ -1,0 +1,310 @@
+"""The catalog: one entry per legacy option, call form or API of ``torch.onnx``.
+
+Runtime warnings, strict-mode errors, rewriter findings, ``python -m compat catalog`` and the
+README's rule table are all generated from here. This module imports nothing heavy (no torch):
+the rewriter and lint jobs use it where torch is not installed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Literal
+
+Applicability = Literal["safe", "unsafe", "none"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One legacy usage: what changed, what the shim does, what the rewriter does."""
+
+    code: str
+    name: str  # the option / API as written in user code
+    summary: str  # one line: what the legacy usage is
+    changed: str  # what changed, in which torch version
+    runtime: str  # what `compat.export` does with it at run time
+    replacement: str  # the exact modern spelling
+    rewrite: str  # what `python -m compat.migrate` does
+    fix: Applicability = "none"
+    deprecated_in: str | None = None  # torch version
+    removed_in: str | None = None  # torch version
+    # Identifiers the rewriter's byte prefilter looks for (keywords, attribute names).
+    tokens: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str:
+        """The rule family, e.g. ``ONX1`` for ``ONX104``."""
+        return self.code[:4]
+
+    def message(self) -> str:
+        """The warning / finding text, with the exact replacement and how to migrate."""
+        return (
+            f"{self.code} {self.summary}: {self.changed}. Use {self.replacement}. "
+            f"Migrate with: python -m compat.migrate --select {self.code} PATH"
+        )
+
+
+_E = Entry
+
+ENTRIES: tuple[Entry, ...] = (
+    _E(
+        "ONX001", "torch.onnx.export", "export call relies on the default exporter (no `dynamo=`)",
+        "the default exporter changed to the torch.export-based one in torch 2.9",
+        "routes by `route=` / TORCH_ONNX_COMPAT_ROUTE / pyproject (auto: torch.export first, "
+        "TorchScript on failure)",
+        "an explicit `dynamo=True` (or `dynamo=False` where the model needs the TorchScript exporter)",
+        "adds `dynamo=True` (with `external_data=False` and `dynamic_shapes` from literal "
+        "`dynamic_axes`) or `dynamo=False` per ledger evidence",
+        "safe", deprecated_in="2.9", tokens=("export",),
+    ),
+    _E(
+        "ONX101", "dynamic_axes", "`dynamic_axes=`",
+        "the torch.export exporter wants `dynamic_shapes` keyed by forward() parameter names; its "
+        "own conversion of `dynamic_axes` loses axis names and specialises size-1 examples",
+        "translated to `dynamic_shapes` (names kept as dim_params, size-0/1 examples handled)",
+        "`dynamic_shapes={param: {axis: torch.export.Dim('name')}}`",
+        "literal `dynamic_axes` become `dynamic_shapes`; non-literal ones get a TODO",
+        "safe", deprecated_in="2.9", tokens=("dynamic_axes",),
+    ),
+    _E(
+        "ONX102", "training", "`training=`",
+        "ignored by the torch.export exporter since torch 2.9 (eval-mode BatchNorm is exported even "
+        "for TRAINING)",
+        "EVAL/PRESERVE keep their meaning on both routes; TRAINING exports batch statistics",
+        "set the model's mode before export (`model.eval()` / `model.train()`)",
+        "drops `training=EVAL` (safe when the model is evidently in eval mode, else unsafe with "
+        "`model.eval()`); TRAINING pins `dynamo=False`",
+        "unsafe", deprecated_in="2.9", tokens=("training",),
+    ),
+    _E(
+        "ONX103", "operator_export_type", "`operator_export_type=`",
+        "ignored by the torch.export exporter since torch 2.9",
+        "ONNX is dropped; ATEN_FALLBACK / FALLTHROUGH / ATEN route to the TorchScript exporter",
+        "`custom_translation_table=` for ops without an ONNX translation",
+        "drops `OperatorExportTypes.ONNX`; other values pin `dynamo=False` with the reason",
+        "safe", deprecated_in="2.9", tokens=("operator_export_type",),
+    ),
+    _E(
+        "ONX104", "do_constant_folding", "`do_constant_folding=`",
+        "ignored by the torch.export exporter since torch 2.9 (it always folds)",
+        "True is dropped; False keeps parameters un-folded (TorchScript route)",
+        "`optimize=` on `torch.onnx.export(..., dynamo=True)`",
+        "drops `do_constant_folding=True`; False pins `dynamo=False` with the reason",
+        "safe", deprecated_in="2.9", tokens=("do_constant_folding",),
+    ),
+    _E(
+        "ONX105", "custom_opsets", "`custom_opsets=`",
+        "ignored by the torch.export exporter since torch 2.9",
+        "the versions become the custom domains' opset imports",
+        "`custom_translation_table=` with onnxscript functions of the custom domain's opset",
+        "kept with `dynamo=False` unless custom symbolics are migrated",
+        "none", deprecated_in="2.9", tokens=("custom_opsets",),
+    ),
+    _E(
+        "ONX106", "export_modules_as_functions", "`export_modules_as_functions=`",
+        "ignored by the torch.export exporter since torch 2.9",
+        "routes to the TorchScript exporter, which honours it",
+        "no equivalent on the torch.export exporter; keep `dynamo=False`",
+        "pins `dynamo=False` with the reason",
+        "safe", deprecated_in="2.9", tokens=("export_modules_as_functions",),
+    ),
+    _E(
+        "ONX107", "autograd_inlining", "`autograd_inlining=`",
+        "ignored by the torch.export exporter since torch 2.9",
+        "True is dropped; False routes to the TorchScript exporter",
+        "nothing: torch.export always traces through autograd.Functions",
+        "drops `autograd_inlining=True`; False pins `dynamo=False`",
+        "safe", deprecated_in="2.9", tokens=("autograd_inlining",),
+    ),
+    _E(
+        "ONX201", "example_outputs", "`example_outputs=`",
+        "removed in torch 1.10 (tracing infers outputs)", "dropped with a warning",
+        "nothing (drop the argument)", "drops the argument",
+        "safe", deprecated_in="1.8", removed_in="1.10", tokens=("example_outputs",),
+    ),
+    _E(
+        "ONX202", "use_external_data_format", "`use_external_data_format=`",
+        "removed in torch 2.0", "saves weights to an external data file",
+        "`external_data=`", "renames it to `external_data=`",
+        "safe", deprecated_in="1.13", removed_in="2.0", tokens=("use_external_data_format",),
+    ),
+    _E(
+        "ONX203", "enable_onnx_checker", "`enable_onnx_checker=`",
+        "removed in torch 1.11", "True runs `onnx.checker.check_model` after the export",
+        "`onnx.checker.check_model(path)` after the export",
+        "drops it; True adds an `onnx.checker.check_model` call after the export",
+        "unsafe", deprecated_in="1.10", removed_in="1.11", tokens=("enable_onnx_checker",),
+    ),
+    _E(
+        "ONX204", "strip_doc_string", "`strip_doc_string=`",
+        "removed in torch 1.13", "strips doc strings unless False",
+        "`verbose=` (doc strings are kept only with verbose)", "drops the argument",
+        "safe", deprecated_in="1.11", removed_in="1.13", tokens=("strip_doc_string",),
+    ),
+    _E(
+        "ONX205", "_retain_param_name", "`_retain_param_name=`",
+        "removed in torch 1.13 (parameter names are always retained)", "dropped with a warning",
+        "nothing (drop the argument)", "drops the argument",
+        "safe", deprecated_in="1.11", removed_in="1.13", tokens=("_retain_param_name",),
+    ),
+    _E(
+        "ONX206", "positional options", "options passed positionally after `f`",
+        "everything after `f` is keyword-only since torch 2.5",
+        "mapped by the torch 1.x or 1.11+ positional layout", "keyword arguments",
+        "turns positional options into keywords", "safe", deprecated_in="2.5", removed_in="2.5",
+    ),
+    _E(
+        "ONX207", "fallback", "`fallback=`", "removed in torch 2.11",
+        "`fallback=True` is the auto route (torch.export first, then TorchScript)",
+        "`compat.export(..., route='auto')` or an explicit `dynamo=`",
+        "drops it and pins `dynamo=` per ledger evidence", "unsafe",
+        deprecated_in="2.9", removed_in="2.11", tokens=("fallback",),
+    ),
+    _E(
+        "ONX208", "aten / export_raw_ir / export_type", "other torch 1.x-only options",
+        "removed in torch 1.10-1.12", "`aten=True` means ONNX_ATEN; the others are dropped",
+        "`operator_export_type=` on the TorchScript exporter", "drops or converts the argument",
+        "safe", removed_in="1.12", tokens=("aten", "export_raw_ir", "export_type"),
+    ),
+    _E(
+        "ONX301", "torch.onnx.register_custom_op_symbolic",
+        "`torch.onnx.register_custom_op_symbolic` / `unregister_custom_op_symbolic`",
+        "the torch.export exporter ignores TorchScript symbolics (torch 2.9)",
+        "registrations also feed the torch.export route through a legacy graph context",
+        "`compat.register_custom_op_symbolic` or `custom_translation_table=` with onnxscript",
+        "switches to `compat.register_custom_op_symbolic`",
+        "safe", deprecated_in="2.9",
+        tokens=("register_custom_op_symbolic", "unregister_custom_op_symbolic"),
+    ),
+    _E(
+        "ONX302", "autograd.Function.symbolic", "`torch.autograd.Function` with a `symbolic` staticmethod",
+        "the torch.export exporter traces through autograd.Functions (torch 2.9)",
+        "the Function becomes an opaque op translated by its own symbolic",
+        "`torch.onnx.ops.symbolic(...)` inside forward, or `compat.export`",
+        "reports it; the export call goes through `compat.export`", "none", deprecated_in="2.9",
+        tokens=("symbolic",),
+    ),
+    _E(
+        "ONX303", "torch.onnx.symbolic_helper", "imports of TorchScript-exporter internals",
+        "private and deprecated with the TorchScript exporter (torch 2.9)",
+        "work while the TorchScript exporter exists", "public `torch.onnx` APIs",
+        "reports it", "none", deprecated_in="2.9",
+        tokens=("symbolic_helper", "symbolic_opset", "_model_to_graph", "_internal.jit_utils"),
+    ),
+    _E(
+        "ONX401", "torch.onnx.dynamo_export", "`torch.onnx.dynamo_export`",
+        "removed in torch 2.9", "re-provided by `compat.patch()` on the torch.export route",
+        "`torch.onnx.export(model, args, kwargs=kwargs, dynamo=True)`",
+        "rewritten to `torch.onnx.export(..., dynamo=True)`", "safe",
+        deprecated_in="2.6", removed_in="2.9", tokens=("dynamo_export",),
+    ),
+    _E(
+        "ONX402", "torch.onnx.ExportOptions", "`torch.onnx.ExportOptions`",
+        "removed in torch 2.9", "re-provided by `compat.patch()` (dynamic_shapes only)",
+        "`torch.onnx.export(..., dynamo=True, dynamic_shapes=...)`",
+        "reports it", "none", deprecated_in="2.6", removed_in="2.9", tokens=("ExportOptions",),
+    ),
+    _E(
+        "ONX403", "torch.onnx.utils.export", "`torch.onnx.utils.export` / `torch.onnx._export`",
+        "private aliases, removed with the TorchScript exporter", "same as `torch.onnx.export`",
+        "`torch.onnx.export`", "rewritten to `torch.onnx.export`", "safe",
+        deprecated_in="2.9", tokens=("_export", "utils"),
+    ),
+    _E(
+        "ONX404", "torch.onnx.select_model_mode_for_export",
+        "`torch.onnx.select_model_mode_for_export`",
+        "deprecated in torch 2.7, absent from the torch.export exporter",
+        "re-provided by `compat.patch()`", "`model.eval()` / `model.train()` around the export",
+        "rewritten to explicit mode handling", "unsafe",
+        deprecated_in="2.7", tokens=("select_model_mode_for_export",),
+    ),
+)
+
+BY_CODE: dict[str, Entry] = {e.code: e for e in ENTRIES}
+
+#: keyword -> code for every legacy keyword argument of torch.onnx.export
+OPTION_CODES: dict[str, str] = {
+    "dynamic_axes": "ONX101",
+    "training": "ONX102",
+    "operator_export_type": "ONX103",
+    "do_constant_folding": "ONX104",
+    "custom_opsets": "ONX105",
+    "export_modules_as_functions": "ONX106",
+    "autograd_inlining": "ONX107",
+    "example_outputs": "ONX201",
+    "use_external_data_format": "ONX202",
+    "enable_onnx_checker": "ONX203",
+    "strip_doc_string": "ONX204",
+    "_retain_param_name": "ONX205",
+    "fallback": "ONX207",
+    "aten": "ONX208",
+    "export_raw_ir": "ONX208",
+    "export_type": "ONX208",
+}
+
+_CODE_RE = re.compile(r"^ONX\d{0,3}$")
+
+
+def get(code: str) -> Entry:
+    """The entry of ``code`` (``KeyError`` if unknown)."""
+    return BY_CODE[code]
+
+
+def is_code_prefix(text: str) -> bool:
+    """True for ``ONX``, ``ONX1``, ``ONX10``, ``ONX104`` (ruff-style prefix selection)."""
+    return bool(_CODE_RE.match(text))
+
+
+def select(select: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> list[Entry]:
+    """Entries matching any ``select`` prefix (all when None) and no ``ignore`` prefix."""
+    sel = tuple(select) if select is not None else ("ONX",)
+    ign = tuple(ignore)
+    for prefix in (*sel, *ign):
+        if not is_code_prefix(prefix):
+            raise ValueError(f"not a rule code or prefix: {prefix!r}")
+    return [
+        e for e in ENTRIES
+        if any(e.code.startswith(p) for p in sel) and not any(e.code.startswith(p) for p in ign)
+    ]
+
+
+def prefilter_tokens() -> tuple[bytes, ...]:
+    """Byte strings whose absence proves a file holds no legacy usage (the rewriter's prefilter)."""
+    toks = {"onnx"}
+    for e in ENTRIES:
+        toks.update(t for t in e.tokens if len(t) > 6 and t not in {"symbolic", "_export"})
+    toks.add("dynamic_axes")
+    return tuple(sorted(t.encode() for t in toks))
+
+
+def iter_rows() -> Iterator[tuple[str, ...]]:
+    """Rows of the public rule table: code, usage, changed, runtime, rewrite, fix."""
+    for e in ENTRIES:
+        yield (e.code, e.summary, e.changed, e.runtime, e.rewrite, e.fix)
+
+
+def to_markdown() -> str:
+    """The rule table as markdown (README / docs)."""
+    head = ("code", "legacy usage", "what changed", "compat.export at run time", "compat.migrate", "fix")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in iter_rows():
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_text() -> str:
+    """The catalog as plain text for ``python -m compat catalog``."""
+    out = []
+    for e in ENTRIES:
+        ver = ", ".join(
+            p for p in (
+                f"deprecated in torch {e.deprecated_in}" if e.deprecated_in else "",
+                f"removed in torch {e.removed_in}" if e.removed_in else "",
+            ) if p
+        )
+        out.append(f"{e.code}  {e.summary}" + (f"  [{ver}]" if ver else ""))
+        out.append(f"    changed:     {e.changed}")
+        out.append(f"    at run time: {e.runtime}")
+        out.append(f"    use:         {e.replacement}")
+        out.append(f"    rewrite:     {e.rewrite} (fix: {e.fix})")
+    return "\n".join(out) + "\n"

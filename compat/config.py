@@ -1,0 +1,148 @@
+"""Route and strictness: call argument > environment > nearest pyproject.toml > default.
+
+pyproject form::
+
+    [tool.torch-onnx-compat]
+    route = "auto"            # auto | dynamo | legacy
+    strict = false
+    [tool.torch-onnx-compat.routes]   # per-module rules, fnmatch on module names
+    "mypkg.tts.*" = "legacy"
+
+A per-module rule matches the module of the calling code or of the model's class; the longest
+matching pattern wins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CompatValueError
+from .request import ROUTES
+
+ENV_ROUTE = "TORCH_ONNX_COMPAT_ROUTE"
+ENV_STRICT = "TORCH_ONNX_COMPAT_STRICT"
+ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"
+ENV_CACHE_DIR = "TORCH_ONNX_COMPAT_CACHE_DIR"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    route: str | None = None
+    strict: bool | None = None
+    routes: dict[str, str] = field(default_factory=dict)
+    path: str | None = None
+
+
+def env_route() -> str | None:
+    value = os.environ.get(ENV_ROUTE)
+    if value is None or value.strip() == "":
+        return None
+    value = value.strip().lower()
+    if value not in ROUTES:
+        raise CompatValueError(f"{ENV_ROUTE} must be one of {', '.join(ROUTES)}, got {value!r}")
+    return value
+
+
+def env_strict() -> bool | None:
+    value = os.environ.get(ENV_STRICT)
+    if value is None:
+        return None
+    low = value.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise CompatValueError(f"{ENV_STRICT} must be 1 or 0, got {value!r}")
+
+
+def env_ledger() -> str | None:
+    return os.environ.get(ENV_LEDGER) or None
+
+
+def find_pyproject(start: str) -> str | None:
+    """The nearest pyproject.toml at or above ``start`` (a folder)."""
+    folder = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def load_project(start: str) -> ProjectConfig:
+    path = find_pyproject(start)
+    if path is None:
+        return ProjectConfig()
+    return _load_cached(path, os.stat(path).st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(path: str, _mtime: int) -> ProjectConfig:
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CompatValueError(f"{path}: cannot read [tool.torch-onnx-compat]: {exc}") from exc
+    section: dict[str, Any] = data.get("tool", {}).get("torch-onnx-compat", {})
+    route = section.get("route")
+    if route is not None and route not in ROUTES:
+        raise CompatValueError(f"{path}: [tool.torch-onnx-compat] route must be one of {ROUTES}, got {route!r}")
+    strict = section.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise CompatValueError(f"{path}: [tool.torch-onnx-compat] strict must be true or false")
+    routes = section.get("routes", {})
+    for pattern, r in routes.items():
+        if r not in ROUTES:
+            raise CompatValueError(f"{path}: [tool.torch-onnx-compat.routes] {pattern!r} = {r!r} is not a route")
+    return ProjectConfig(route=route, strict=strict, routes=dict(routes), path=path)
+
+
+def _start_folder(call_site: str) -> str:
+    filename = call_site.rsplit(":", 1)[0]
+    if filename and not filename.startswith("<") and os.path.exists(filename):
+        return os.path.dirname(os.path.abspath(filename))
+    return os.getcwd()
+
+
+def resolve_route(
+    call_route: str | None, call_site: str, modules: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(route, where it came from): ``call``, ``env``, ``pyproject``, ``pyproject-rule`` or ``default``."""
+    if call_route is not None:
+        return call_route, "call"
+    env = env_route()
+    if env is not None:
+        return env, "env"
+    project = load_project(_start_folder(call_site))
+    best: tuple[int, str] | None = None
+    for pattern, route in project.routes.items():
+        if any(fnmatch.fnmatchcase(m, pattern) for m in modules if m):
+            if best is None or len(pattern) > best[0]:
+                best = (len(pattern), route)
+    if best is not None:
+        return best[1], "pyproject-rule"
+    if project.route is not None:
+        return project.route, "pyproject"
+    return "auto", "default"
+
+
+def resolve_strict(call_strict: bool | None, call_site: str) -> bool:
+    if call_strict is not None:
+        return call_strict
+    env = env_strict()
+    if env is not None:
+        return env
+    project = load_project(_start_folder(call_site))
+    return bool(project.strict)

@@ -1,0 +1,188 @@
+"""Choose the routes for a request, run them in order, save the winner, record the call."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import config, ledger, notices, removed_options
+from .errors import CompatValueError, ExportFailed, RouteFailed, RouteUnavailable
+from .request import ExportRequest, Outcome, Translation
+
+# The TorchScript exporter keeps global state (GLOBALS, symbolic registry): one export at a time.
+_LOCK = threading.RLock()
+
+
+@dataclass
+class RoutePlan:
+    """The ordered routes to try, and why."""
+
+    requested: str
+    source: str
+    routes: list[str]
+    reason: str | None = None  # why the plan deviates from "dynamo, then legacy"
+    translations: list[Translation] = field(default_factory=list)
+
+
+def _route_module(name: str) -> Any:
+    if name == "legacy":
+        import legacy
+
+        return legacy
+    import dynamo
+
+    return dynamo
+
+
+def _requested(req: ExportRequest) -> str | None:
+    if req.route is not None:
+        return req.route
+    if req.dynamo is not None:
+        return "dynamo" if req.dynamo else "legacy"
+    return None
+
+
+def _modules(req: ExportRequest, site: notices.CallSite | None) -> tuple[str, ...]:
+    cls = type(req.model)
+    return (site.module if site else "", f"{cls.__module__}.{cls.__qualname__}")
+
+
+def plan(req: ExportRequest, site: notices.CallSite | None = None) -> RoutePlan:
+    """Ordered routes for ``req``; raises ``CompatError`` for a route that cannot be honoured."""
+    requested, source = config.resolve_route(_requested(req), req.call_site, _modules(req, site))
+    if requested == "legacy":
+        return RoutePlan(requested, source, ["legacy"])
+    import dynamo
+    import legacy
+
+    only_legacy = dynamo.legacy_only_reasons(req)
+    if requested == "dynamo":
+        if only_legacy:
+            codes = ", ".join(sorted({c for c, _ in only_legacy}))
+            raise CompatValueError(
+                f"route='dynamo' cannot honour this call ({codes}): "
+                + "; ".join(r for _, r in only_legacy)
+                + ". Use route='legacy' or 'auto', or drop the option."
+            )
+        return RoutePlan(requested, source, ["dynamo"])
+    # auto
+    if only_legacy:
+        reason = "; ".join(r for _, r in only_legacy)
+        return RoutePlan(
+            requested, source, ["legacy"], reason,
+            [Translation(code, code_option(code), f"routed to the TorchScript exporter: {r}")
+             for code, r in only_legacy],
+        )
+    remembered = _remembered(req)
+    if remembered is not None and legacy.available():
+        return RoutePlan(requested, source, ["legacy"], f"remembered fallback: {remembered}")
+    routes = ["dynamo", "legacy"] if legacy.available() else ["dynamo"]
+    return RoutePlan(requested, source, routes)
+
+
+def code_option(code: str) -> str:
+    from . import catalog
+
+    return catalog.get(code).name
+
+
+def _remembered(req: ExportRequest) -> str | None:
+    try:
+        from . import route_memory
+    except ImportError:
+        return None
+    return route_memory.lookup(req)
+
+
+def _remember(req: ExportRequest, reason: str) -> None:
+    try:
+        from . import route_memory
+    except ImportError:
+        return
+    route_memory.remember(req, reason)
+
+
+def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
+    """Warn (or refuse in strict mode), plan, export, save atomically, record; returns
+    the Outcome and what ``torch.onnx.export`` returns for the route taken."""
+    ledger_path = config.env_ledger()
+    if config.resolve_strict(req.strict, req.call_site):
+        notices.raise_strict(req.usages)
+    codes = notices.warn_usages(req.usages, site)
+    start = time.perf_counter()
+    route_plan: RoutePlan | None = None
+    failures: dict[str, RouteFailed] = {}
+    try:
+        route_plan = plan(req, site)
+        outcome = _run_routes(req, route_plan, failures)
+        outcome.warnings = codes
+        outcome.duration_s = time.perf_counter() - start
+        outcome.output = _save(outcome, req)
+    except BaseException as exc:
+        if ledger_path:
+            ledger.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start))
+        raise
+    if ledger_path:
+        ledger.append(ledger_path, _record(req, route_plan, outcome, codes, failures, None, start))
+    return outcome, (outcome.program if outcome.route == "dynamo" else None)
+
+
+def _save(outcome: Outcome, req: ExportRequest) -> str | None:
+    from .saving import save
+
+    return save(outcome, req)
+
+
+def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
+    from .model_state import preserved
+
+    with _LOCK, preserved(req.model):
+        for name in route_plan.routes:
+            module = _route_module(name)
+            try:
+                outcome = module.export(req)
+                removed_options.apply(req, outcome)
+            except RouteUnavailable as exc:
+                if route_plan.requested != "auto":
+                    raise
+                failures[name] = RouteFailed(name, "route unavailable", exc)
+                continue
+            except RouteFailed as exc:
+                failures[name] = exc
+                continue
+            outcome.translations[:0] = route_plan.translations
+            if failures:
+                outcome.fallback_reason = "; ".join(f"{r}: {e.reason}" for r, e in failures.items())
+                if name == "legacy" and "dynamo" in failures:
+                    _remember(req, failures["dynamo"].reason)
+            elif route_plan.reason:
+                outcome.fallback_reason = route_plan.reason
+            return outcome
+    raise ExportFailed(failures)
+
+
+def _record(
+    req: ExportRequest, route_plan: RoutePlan | None, outcome: Outcome | None, codes: list[str],
+    failures: dict[str, RouteFailed], error: BaseException | None, start: float,
+) -> dict[str, Any]:
+    from . import torch_caps
+
+    fallback = outcome.fallback_reason if outcome else (
+        "; ".join(f"{r}: {e.reason}" for r, e in failures.items()) or None
+    )
+    return {
+        "call_site": req.call_site,
+        "route_requested": route_plan.requested if route_plan else req.route or "auto",
+        "route_taken": outcome.route if outcome else None,
+        "fallback_reason": fallback,
+        "translations": [t.to_dict() for t in outcome.translations] if outcome else [],
+        "warnings": codes,
+        "output": outcome.output if outcome else None,
+        "duration_s": round(time.perf_counter() - start, 6),
+        "torch_version": torch_caps.torch_version_str(),
+        "model": type(req.model).__qualname__,
+        "status": "ok" if error is None else "failed",
+        "error": None if error is None else f"{type(error).__name__}: {error}",
+    }

@@ -1,0 +1,57 @@
+"""Errors and warnings of the shim. Each error also inherits the fitting builtin."""
+
+from __future__ import annotations
+
+
+class CompatError(Exception):
+    """Base of every error raised by torch-onnx-compat."""
+
+
+class CompatValueError(CompatError, ValueError):
+    """An argument has the right type but a bad value."""
+
+
+class CompatTypeError(CompatError, TypeError):
+    """An argument has the wrong type, or the call has the wrong shape."""
+
+
+class CompatFileNotFoundError(CompatError, FileNotFoundError):
+    """The output folder does not exist."""
+
+
+class StrictModeError(CompatError, TypeError):
+    """A legacy usage was found while strict mode is on."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class RouteUnavailable(CompatError, RuntimeError):
+    """The installed torch lacks what a route needs (e.g. the TorchScript exporter)."""
+
+
+class RouteFailed(CompatError, RuntimeError):
+    """One route could not export the model. ``reason`` is a short class of the cause."""
+
+    def __init__(self, route: str, reason: str, cause: BaseException | None = None) -> None:
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else ""
+        super().__init__(f"{route} route failed ({reason})" + (f": {detail}" if detail else ""))
+        self.route = route
+        self.reason = reason
+        self.cause = cause
+
+
+class ExportFailed(CompatError, RuntimeError):
+    """Every planned route failed; ``failures`` maps route name to its ``RouteFailed``."""
+
+    def __init__(self, failures: dict[str, RouteFailed]) -> None:
+        lines = [f"  {name}: {err}" for name, err in failures.items()]
+        super().__init__("every export route failed:\n" + "\n".join(lines))
+        self.failures = failures
+
+
+class LegacyExportWarning(DeprecationWarning):
+    """A legacy torch.onnx usage; ``code`` is its ONX catalog code."""
+
+    code: str = ""

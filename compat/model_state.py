@@ -1,0 +1,32 @@
+"""Snapshot and restore what an export may change on the user's model."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def preserved(model: Any) -> Iterator[None]:
+    """Restore every submodule's training flag and every buffer's value, whatever happens.
+
+    Buffers are copied (BatchNorm running statistics move on a train-mode forward); parameters
+    are not, since no route writes to them.
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        yield
+        return
+    modules = list(model.modules())
+    flags = [m.training for m in modules]
+    buffers = [(b, b._version, b.detach().clone()) for b in model.buffers()]
+    try:
+        yield
+    finally:
+        for m, flag in zip(modules, flags):
+            m.training = flag
+        with torch.no_grad():
+            for live, version, saved in buffers:
+                if live._version != version and live.shape == saved.shape:
+                    live.copy_(saved)

@@ -1,0 +1,82 @@
+"""Legacy-usage warnings pointing at the user's call line, and strict mode."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Iterable
+
+from . import catalog
+from .errors import LegacyExportWarning, StrictModeError
+from .request import Usage
+
+_OWN_PACKAGES = ("compat", "legacy", "dynamo", "migration")
+
+
+@dataclass(frozen=True)
+class CallSite:
+    filename: str
+    lineno: int
+    module: str
+    globals: dict[str, Any]
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+
+def _is_own(module: str) -> bool:
+    return module.split(".", 1)[0] in _OWN_PACKAGES
+
+
+def find_call_site(frame: FrameType | None = None) -> CallSite:
+    """The first frame outside this project's packages: the user's export call."""
+    f = frame or sys._getframe(1)
+    while f is not None:
+        module = f.f_globals.get("__name__", "")
+        if not _is_own(module) and module != "contextlib":
+            return CallSite(f.f_code.co_filename, f.f_lineno, module, f.f_globals)
+        f = f.f_back
+    return CallSite("<unknown>", 0, "", {})
+
+
+def make_warning(code: str, detail: str = "") -> LegacyExportWarning:
+    text = catalog.get(code).message()
+    if detail:
+        text = f"{text} [{detail}]"
+    w = LegacyExportWarning(text)
+    w.code = code
+    return w
+
+
+def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
+    """Emit one LegacyExportWarning per usage at the user's line; returns the codes."""
+    codes: list[str] = []
+    for usage in usages:
+        if usage.code in codes:
+            continue
+        codes.append(usage.code)
+        detail = usage.detail or (f"{usage.option}=" if usage.option else "")
+        emit(make_warning(usage.code, detail), site)
+    return codes
+
+
+def emit(warning: Warning, site: CallSite) -> None:
+    """Warn as if from ``site`` so the default filter shows it once per call site."""
+    registry = site.globals.setdefault("__warningregistry__", {}) if site.globals else None
+    warnings.warn_explicit(
+        warning, type(warning), site.filename, site.lineno,
+        module=site.module or None, registry=registry,
+    )
+
+
+def raise_strict(usages: Iterable[Usage]) -> None:
+    """Strict mode: the first legacy usage becomes an error (all are listed)."""
+    usages = list(usages)
+    if not usages:
+        return
+    lines = [catalog.get(u.code).message() for u in usages]
+    raise StrictModeError(
+        "legacy torch.onnx usage (strict mode):\n  " + "\n  ".join(lines), usages[0].code
+    )

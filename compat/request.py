@@ -1,0 +1,111 @@
+"""The normalised form of one export call, and the result of one route."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+ROUTES = ("auto", "dynamo", "legacy")
+TRAINING_MODES = ("EVAL", "PRESERVE", "TRAINING")
+OPERATOR_EXPORT_TYPES = ("ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A legacy usage found while normalising a call (a catalog code and the option)."""
+
+    code: str
+    option: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Translation:
+    """What a route did with a legacy option: ``{code, option, action}`` in the ledger."""
+
+    code: str
+    option: str
+    action: str
+
+    def to_dict(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """Every historical call form of ``torch.onnx.export``, in its modern spelling.
+
+    Routes read this; they never re-parse user arguments. ``given`` names the options the
+    caller passed explicitly (so a route can tell a default from a choice).
+    """
+
+    model: Any
+    args: tuple[Any, ...]
+    f: Any = None
+    kwargs: Mapping[str, Any] | None = None
+    export_params: bool = True
+    verbose: bool | None = None
+    training: str = "EVAL"
+    input_names: tuple[str, ...] | None = None
+    output_names: tuple[str, ...] | None = None
+    operator_export_type: str = "ONNX"
+    opset_version: int | None = None
+    do_constant_folding: bool = True
+    dynamic_axes: Mapping[str, Any] | None = None
+    keep_initializers_as_inputs: bool | None = None
+    custom_opsets: Mapping[str, int] | None = None
+    export_modules_as_functions: Any = False
+    autograd_inlining: bool = True
+    # torch.export-route options
+    dynamo: bool | None = None
+    external_data: bool | None = None
+    dynamic_shapes: Any = None
+    custom_translation_table: Mapping[Any, Any] | None = None
+    report: bool = False
+    optimize: bool = True
+    verify: bool = False
+    profile: bool = False
+    dump_exported_program: bool = False
+    artifacts_dir: Any = "."
+    # removed torch 1.x options, emulated by the legacy route
+    enable_onnx_checker: bool = False
+    strip_doc_string: bool = True
+    # compat's own
+    route: str | None = None
+    strict: bool | None = None
+    call_site: str = "<unknown>:0"
+    given: frozenset[str] = frozenset()
+    usages: tuple[Usage, ...] = ()
+
+    def replace(self, **changes: Any) -> "ExportRequest":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def model_name(self) -> str:
+        cls = type(self.model)
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass
+class Outcome:
+    """What one route produced. ``program`` is the ONNXProgram (torch.export route) and
+    ``model_bytes`` the serialized model (TorchScript route); saving reads whichever is set."""
+
+    route: str
+    program: Any = None
+    model_bytes: bytes | None = None
+    translations: list[Translation] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    fallback_reason: str | None = None
+    duration_s: float = 0.0
+    output: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def model_proto(self) -> Any:
+        """The ``onnx.ModelProto`` of the result (imports onnx)."""
+        if self.program is not None:
+            return self.program.model_proto
+        import onnx
+
+        return onnx.load_from_string(self.model_bytes)

@@ -1,0 +1,100 @@
+"""``python -m compat run``: run a script exactly as ``python script.py`` would, under the shim."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from typing import Sequence
+
+from . import config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m compat run",
+        description="Run an unchanged export script with torch.onnx patched by torch-onnx-compat.",
+    )
+    p.add_argument("--route", choices=("auto", "dynamo", "legacy"), help="force a route")
+    p.add_argument("--strict", action="store_true", help="legacy usages raise instead of warning")
+    p.add_argument("--ledger", metavar="PATH", help="append one JSON record per export to PATH")
+    p.add_argument("--compare", action="store_true",
+                   help="also export on both routes and record the parity verdict")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary at exit")
+    p.add_argument("script", help="the Python script to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    ns = build_parser().parse_args(list(argv))
+    if not os.path.isfile(ns.script):
+        print(f"python -m compat run: can't open file {ns.script!r}", file=sys.stderr)
+        return 2
+    # Environment, so that subprocesses the script starts with the shim see the same settings.
+    if ns.route:
+        os.environ[config.ENV_ROUTE] = ns.route
+    if ns.strict:
+        os.environ[config.ENV_STRICT] = "1"
+    if ns.ledger:
+        os.environ[config.ENV_LEDGER] = os.path.abspath(ns.ledger)
+    if ns.compare:
+        os.environ["TORCH_ONNX_COMPAT_COMPARE"] = "1"
+    return run_script(ns.script, ns.args, summary=not ns.quiet)
+
+
+def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
+    """Run ``script`` as ``__main__`` with ``sys.argv``/``sys.path[0]`` as python sets them."""
+    from . import patching
+
+    path = os.path.abspath(script)
+    old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    sys.argv = [script, *args]
+    if sys.path:
+        sys.path[0] = os.path.dirname(path)
+    else:
+        sys.path.insert(0, os.path.dirname(path))
+    code = 0
+    patching.install()
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    finally:
+        patching.uninstall()
+        sys.argv = old_argv
+        if old_path0 is not None:
+            sys.path[0] = old_path0
+        if summary:
+            print_summary()
+    return code
+
+
+def _exit_code(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)
+    return 1
+
+
+def print_summary(stream=None) -> None:  # type: ignore[no-untyped-def]
+    """One line per export of this process: where, which route, what was translated."""
+    from .api import history
+
+    stream = stream or sys.stderr
+    if not history:
+        return
+    print(f"\ntorch-onnx-compat: {len(history)} export(s)", file=stream)
+    for site, outcome in history:
+        parts = [f"route={outcome.route}"]
+        if outcome.fallback_reason:
+            parts.append(f"why: {outcome.fallback_reason}")
+        if outcome.warnings:
+            parts.append("legacy: " + ",".join(outcome.warnings))
+        if outcome.translations:
+            parts.append("translated: " + "; ".join(f"{t.code} {t.option}: {t.action}" for t in outcome.translations))
+        parts.append(f"-> {outcome.output}")
+        print(f"  {site}  " + "  ".join(parts), file=stream)

@@ -1,0 +1,138 @@
+"""What the installed torch can do: one home for version decisions and feature probes.
+
+Decisions use ``packaging.version`` for the documented changes and probes for what a build may
+lack (a torch without the TorchScript exporter, a torch without ``torch.onnx.ops``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+
+from packaging.version import Version
+
+
+@functools.lru_cache(maxsize=None)
+def torch_version() -> Version:
+    """The installed torch's release (local tags such as ``+cpu`` dropped)."""
+    import torch
+
+    return Version(Version(torch.__version__.split("+")[0]).base_version)
+
+
+def torch_version_str() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
+def at_least(version: str) -> bool:
+    return torch_version() >= Version(version)
+
+
+@functools.lru_cache(maxsize=None)
+def has_torchscript_exporter() -> bool:
+    """True when torch still ships the TorchScript-based ONNX exporter."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch.onnx
+
+    for mod in ("torch.onnx._internal.torchscript_exporter.utils", "torch.onnx.utils"):
+        try:
+            spec = importlib.util.find_spec(mod)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            return hasattr(torch.jit, "trace") and hasattr(torch.onnx, "export")
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def has_dynamo_exporter() -> bool:
+    """True when torch has the torch.export-based exporter (torch >= 2.5 with onnxscript)."""
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("onnxscript") is None:
+        return False
+    return importlib.util.find_spec("torch.onnx._internal.exporter._core") is not None
+
+
+def dynamo_is_default() -> bool:
+    """The torch.export exporter became the default of ``torch.onnx.export`` in torch 2.9."""
+    return at_least("2.9")
+
+
+def export_accepts(keyword: str) -> bool:
+    """Whether ``torch.onnx.export`` itself still takes ``keyword``."""
+    import inspect
+
+    import torch.onnx
+
+    return keyword in inspect.signature(torch.onnx.export).parameters
+
+
+def has_onnx_ops_symbolic() -> bool:
+    """``torch.onnx.ops.symbolic`` (torch >= 2.8) emits a custom node on the new exporter."""
+    import torch.onnx
+
+    return hasattr(getattr(torch.onnx, "ops", None), "symbolic")
+
+
+def torchlib_min_opset() -> int:
+    """The lowest opset the new exporter builds natively (it converts down from there)."""
+    try:
+        from torch.onnx._internal.exporter import _constants
+
+        return int(_constants.TORCHLIB_OPSET)
+    except (ImportError, AttributeError):
+        return 18
+
+
+# --- custom symbolics on the torch.export route (private internals live in dynamo/torch_internals.py)
+
+#: the private torch modules and attributes the symbolics adapter relies on
+SYMBOLICS_INTERNALS: tuple[tuple[str, str], ...] = (
+    ("torch.onnx._internal.exporter._core", "current_tracer"),
+    ("torch.onnx._internal.torchscript_exporter.jit_utils", "GraphContext"),
+    ("torch.onnx._internal.torchscript_exporter._globals", "GLOBALS"),
+    ("torch.onnx._internal.torchscript_exporter.registration", "registry"),
+    ("torch.onnx._internal.torchscript_exporter.utils", "register_custom_op_symbolic"),
+    ("torch.onnx._internal.torchscript_exporter.utils", "unregister_custom_op_symbolic"),
+)
+
+
+def _has_attr(module: str, attr: str) -> bool:
+    import importlib
+
+    try:
+        return hasattr(importlib.import_module(module), attr)
+    except ImportError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def has_legacy_symbolic_registry() -> bool:
+    """torch's TorchScript symbolic registry (where ``register_custom_op_symbolic`` writes)."""
+    return all(_has_attr(m, a) for m, a in SYMBOLICS_INTERNALS[3:])
+
+
+@functools.lru_cache(maxsize=None)
+def has_legacy_graph_context() -> bool:
+    """The TorchScript ``GraphContext`` (``g``) legacy symbolics are written against."""
+    return all(_has_attr(m, a) for m, a in SYMBOLICS_INTERNALS[1:3]) and hasattr(
+        __import__("torch")._C, "Graph"
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def has_exporter_tracer() -> bool:
+    """The new exporter's node recorder that custom translations append ONNX IR nodes to."""
+    return has_dynamo_exporter() and _has_attr(*SYMBOLICS_INTERNALS[0])
+
+
+def dynamo_default_opset() -> int:
+    """The opset ``torch.onnx.export(..., dynamo=True)`` produces when none is given."""
+    try:
+        from torch.onnx import _constants
+
+        return int(_constants.ONNX_DEFAULT_OPSET)
+    except (ImportError, AttributeError):
+        return 18

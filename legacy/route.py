@@ -1,0 +1,66 @@
+"""Run torch's TorchScript exporter for one ``ExportRequest``."""
+
+from __future__ import annotations
+
+import io
+import time
+import warnings
+from typing import Any
+
+from compat.errors import RouteFailed, RouteUnavailable
+from compat.request import ExportRequest, Outcome
+
+ROUTE = "legacy"
+
+
+def export(req: ExportRequest) -> Outcome:
+    """Export to bytes in memory; compat saves them atomically afterwards."""
+    from compat import torch_api, torch_caps
+
+    exporter = torch_api.torchscript_export()
+    if exporter is None or not torch_caps.has_torchscript_exporter():
+        raise RouteUnavailable(
+            f"the TorchScript route is not available: torch {torch_caps.torch_version_str()} "
+            "has no TorchScript-based ONNX exporter"
+        )
+    if req.dynamic_shapes is not None:
+        raise RouteFailed(ROUTE, "dynamic_shapes needs the torch.export route")
+    import torch
+
+    outcome = Outcome(route=ROUTE)
+    start = time.perf_counter()
+    buf = io.BytesIO()
+    try:
+        with warnings.catch_warnings():
+            # torch's own notice that this exporter is deprecated: compat warns with ONX codes
+            warnings.filterwarnings("ignore", message=".*feature will be removed.*")
+            exporter(
+                req.model, req.args, buf, kwargs=dict(req.kwargs) if req.kwargs else None,
+                **_options(req, torch),
+            )
+    except Exception as exc:  # noqa: BLE001 - every exporter failure becomes a route failure
+        raise RouteFailed(ROUTE, f"TorchScript export failed ({type(exc).__name__})", exc) from exc
+    outcome.model_bytes = buf.getvalue()
+    outcome.duration_s = time.perf_counter() - start
+    return outcome
+
+
+def _options(req: ExportRequest, torch: Any) -> dict[str, Any]:
+    opts: dict[str, Any] = {
+        "export_params": req.export_params,
+        "verbose": bool(req.verbose),
+        "training": getattr(torch.onnx.TrainingMode, req.training),
+        "input_names": list(req.input_names) if req.input_names else None,
+        "output_names": list(req.output_names) if req.output_names else None,
+        "operator_export_type": getattr(torch.onnx.OperatorExportTypes, req.operator_export_type),
+        "opset_version": req.opset_version,
+        "do_constant_folding": req.do_constant_folding,
+        "dynamic_axes": dict(req.dynamic_axes) if req.dynamic_axes else None,
+        "keep_initializers_as_inputs": req.keep_initializers_as_inputs,
+        "custom_opsets": dict(req.custom_opsets) if req.custom_opsets else None,
+        "export_modules_as_functions": req.export_modules_as_functions,
+        "autograd_inlining": req.autograd_inlining,
+    }
+    if opts["keep_initializers_as_inputs"] is None:
+        del opts["keep_initializers_as_inputs"]
+    return opts
