@@ -1,0 +1,225 @@
+"""``torch.autograd.Function`` subclasses with a ``symbolic`` on the torch.export route.
+
+While a session is open, ``Function.apply`` of such a class calls one opaque torch.library op
+(``<ns>::apply(Tensor[] tensors, int call) -> Tensor[]``) instead of tracing through forward.
+The op's fake implementation runs the Function's forward on fake tensors (so placeholder
+outputs keep their shapes, not their values); its ONNX translation runs the Function's own
+``symbolic`` with the legacy graph context, non-tensor arguments passed as the same Python
+constants the TorchScript exporter passes. Closing the session restores ``apply`` and
+destroys the op library: nothing stays patched or registered.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import legacy_graph
+
+_LOCK = threading.RLock()
+_COUNTER = itertools.count()
+_ACTIVE: Session | None = None
+_DATA_DEPENDENT = {
+    "DynamicOutputShapeException", "DataDependentOutputException", "GuardOnDataDependentSymNode",
+    "PendingUnbackedSymbolNotFound",
+}
+
+
+def _symbolic_of(cls: type) -> Callable[..., Any] | None:
+    """The user-defined ``symbolic`` of a Function class (torch's own Functions are left alone)."""
+    sym = getattr(cls, "symbolic", None)
+    if sym is None or not callable(sym):
+        return None
+    return None if (cls.__module__ or "").startswith("torch.") else sym
+
+
+def _all_subclasses(cls: type) -> Iterator[type]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _all_subclasses(sub)
+
+
+def functions_with_symbolic() -> list[type]:
+    """Loaded Function subclasses that define a legacy ``symbolic``."""
+    return [c for c in _all_subclasses(torch.autograd.Function) if _symbolic_of(c) is not None]
+
+
+class _Ctx:
+    """Stand-in for the autograd ctx when forward runs outside autograd."""
+
+    def __init__(self, n_inputs: int) -> None:
+        self.needs_input_grad = (False,) * n_inputs
+        self.saved_tensors: tuple[Any, ...] = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_dirty(self, *args: Any) -> None: ...
+
+    def mark_non_differentiable(self, *args: Any) -> None: ...
+
+    def set_materialize_grads(self, value: bool) -> None: ...
+
+
+@dataclass
+class _Slot:
+    index: int
+
+
+@dataclass
+class Call:
+    """One ``Function.apply`` call seen while tracing."""
+
+    cls: type
+    template: list[Any]
+    single: bool = True
+    n_outputs: int | None = None
+
+    def rebuild(self, tensors: list[Any]) -> list[Any]:
+        return [tensors[a.index] if isinstance(a, _Slot) else a for a in self.template]
+
+
+def _uses_setup_context(cls: type) -> bool:
+    from torch.autograd.function import _SingleLevelFunction
+
+    return getattr(cls, "setup_context", None) is not _SingleLevelFunction.setup_context
+
+
+@dataclass
+class Session:
+    """One export's worth of opaque Function ops."""
+
+    on_limit: Callable[[legacy_graph.LegacyOnly], None]
+    on_translated: Callable[[type], None]
+    opset: int
+    domain_version: Callable[[str], int]
+    calls: dict[int, Call] = field(default_factory=dict)
+    lib: Any = None
+    op: Any = None
+
+    # -- tracing side
+    def apply(self, cls: type, args: tuple[Any, ...]) -> Any:
+        call_id = next(_COUNTER)
+        tensors: list[torch.Tensor] = []
+        template: list[Any] = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                template.append(_Slot(len(tensors)))
+                tensors.append(a)
+            else:
+                template.append(a)
+        self.calls[call_id] = Call(cls, template)
+        outs = self.op(tensors, call_id)
+        return outs[0] if self.calls[call_id].single else tuple(outs)
+
+    def _forward(self, tensors: list[torch.Tensor], call_id: int) -> list[torch.Tensor]:
+        call = self.calls[call_id]
+        args = call.rebuild(list(tensors))
+        cls = call.cls
+        try:
+            with torch.no_grad():
+                out = cls.forward(*args) if _uses_setup_context(cls) else cls.forward(_Ctx(len(args)), *args)
+        except Exception as exc:
+            if type(exc).__name__ in _DATA_DEPENDENT:
+                self._data_dependent(cls, exc)
+            raise
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            raise TypeError(f"{cls.__qualname__}.forward returned non-tensor outputs")
+        call.single = not isinstance(out, (tuple, list))
+        call.n_outputs = len(outs)
+        from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+        if any(free_unbacked_symbols(o) for o in outs):
+            self._data_dependent(cls, None)
+        # an op's outputs may not alias its inputs
+        return [o.clone() if o._is_view() or any(o is t for t in tensors) else o for o in outs]
+
+    def _data_dependent(self, cls: type, exc: BaseException | None) -> None:
+        limit = legacy_graph.LegacyOnly(
+            legacy_graph.REASON_DATA_DEPENDENT,
+            f"{cls.__qualname__}.forward, whose output shape depends on input values "
+            "(no fake implementation can be derived from it)",
+        ).named(legacy_graph.qualname(_symbolic_of(cls)))
+        self.on_limit(limit)
+        raise limit from exc
+
+    # -- translation side
+    def translate(self, tensors: Any, call_id: int) -> list[Any]:
+        call = self.calls[call_id]
+        sym = _symbolic_of(call.cls)
+        outs, _ = legacy_graph.call_symbolic(
+            sym, call.rebuild(list(tensors)), opset=self.opset, domain_version=self.domain_version,
+            n_outputs=call.n_outputs, python_constants=True, label=legacy_graph.qualname(sym),
+        )
+        self.on_translated(call.cls)
+        return outs
+
+    # -- lifetime
+    def open(self) -> None:
+        ns = f"compat_onnx_fn{next(_COUNTER)}"
+        self.lib = torch.library.Library(ns, "FRAGMENT")
+        self.lib.define("apply(Tensor[] tensors, int call) -> Tensor[]")
+        self.lib.impl("apply", self._forward, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{ns}::apply", self._forward, lib=self.lib)
+        self.op = getattr(torch.ops, ns).apply.default
+
+    def close(self) -> None:
+        if self.lib is not None:
+            self.lib._destroy()
+        self.lib = None
+        self.calls.clear()
+
+    @property
+    def translation_table(self) -> dict[Any, Callable[..., Any]]:
+        if self.op is None:
+            return {}
+
+        def translate_function(tensors: Any, call: int) -> list[Any]:
+            return self.translate(tensors, call)
+
+        # a plain function: the exporter stores its signature on the callable
+        return {self.op: translate_function}
+
+
+_ORIGINAL_APPLY = torch.autograd.Function.__dict__["apply"]
+
+
+def _patched_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+    session = _ACTIVE
+    if session is None or kwargs or _symbolic_of(cls) is None:
+        return _ORIGINAL_APPLY.__func__(cls, *args, **kwargs)
+    return session.apply(cls, args)
+
+
+class session:
+    """Open a ``Session`` and patch ``Function.apply`` for its lifetime (serialised by a lock)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.session = Session(**kwargs)
+
+    def __enter__(self) -> Session:
+        global _ACTIVE
+        _LOCK.acquire()
+        try:
+            self.session.open()
+            _ACTIVE = self.session
+            torch.autograd.Function.apply = classmethod(_patched_apply)  # type: ignore[assignment]
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self.session
+
+    def __exit__(self, *exc: object) -> None:
+        global _ACTIVE
+        try:
+            torch.autograd.Function.apply = _ORIGINAL_APPLY  # type: ignore[assignment]
+            _ACTIVE = None
+            self.session.close()
+        finally:
+            _LOCK.release()

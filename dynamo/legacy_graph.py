@@ -1,0 +1,425 @@
+"""Run an unchanged TorchScript-era symbolic inside the new exporter's translation.
+
+The symbolic gets a real ``GraphContext`` over a scratch ``torch._C.Graph`` whose inputs carry
+the types of the values being translated, so ``g.op``, ``parse_args``, ``_maybe_get_const``,
+``.type().sizes()``, ``setType`` and ``node().kind()`` behave exactly as under the legacy
+exporter. The nodes it builds are then converted to ONNX IR nodes and appended to the new
+exporter's graph (old-opset forms rewritten by ``opset_idioms``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import _C
+
+from . import opset_idioms, torch_internals
+
+
+class LegacyOnly(Exception):
+    """A construct the adapter cannot run on the torch.export route (the TorchScript route can)."""
+
+    def __init__(self, reason: str, construct: str, symbolic: str = "?") -> None:
+        self.reason = reason
+        self.construct = construct
+        self.symbolic = symbolic
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        return (f"symbolic {self.symbolic} uses {self.construct}, which the torch.export route "
+                "cannot run; use the TorchScript route (dynamo=False)")
+
+    def named(self, symbolic: str) -> LegacyOnly:
+        self.symbolic = symbolic
+        self.args = (self._text(),)
+        return self
+
+
+# reason classes (short and stable: the ledger groups by them)
+REASON_ATEN = "legacy symbolic uses ATen fallback"
+REASON_BLOCKS = "legacy symbolic builds blocks"
+REASON_RAW_GRAPH = "legacy symbolic uses raw _C.Graph methods"
+REASON_DATA_DEPENDENT = "autograd.Function output shape is data-dependent"
+REASON_UNSUPPORTED = "legacy symbolic emits an unsupported construct"
+
+
+def qualname(fn: Any) -> str:
+    mod = getattr(fn, "__module__", None) or "?"
+    return f"{mod}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _make_context_class() -> type:
+    base = torch_internals.graph_context_class()
+
+    class LegacyGraphContext(base):  # type: ignore[misc, valid-type]
+        """``g`` for legacy symbolics; Python scalars are accepted as inputs."""
+
+        def op(self, opname: str, *raw_args: Any, outputs: int = 1, **kwargs: Any) -> Any:
+            if opname.startswith("aten::"):
+                raise LegacyOnly(REASON_ATEN, f"g.op({opname!r}) (an ATen node)")
+            args = [_as_const_tensor(a) for a in raw_args]
+            return super().op(opname, *args, outputs=outputs, **_list_suffixes(kwargs))
+
+        def aten_op(self, operator: str, *args: Any, **kwargs: Any) -> Any:
+            raise LegacyOnly(REASON_ATEN, f"g.at({operator!r}) (ATen fallback)")
+
+        at = aten_op
+
+        def onnxscript_op(self, onnx_fn: Any, *args: Any, **kwargs: Any) -> Any:
+            raise LegacyOnly(REASON_UNSUPPORTED, "g.onnxscript_op")
+
+        def __getattr__(self, name: str) -> Any:
+            # GraphContext relays unknown attributes to the raw _C.Graph
+            if name.startswith("__"):
+                raise AttributeError(name)
+            raise LegacyOnly(REASON_RAW_GRAPH, f"the raw _C.Graph method g.{name}")
+
+    return LegacyGraphContext
+
+
+_CTX_CLASS: type | None = None
+
+
+def _context_class() -> type:
+    global _CTX_CLASS
+    if _CTX_CLASS is None:
+        _CTX_CLASS = _make_context_class()
+    return _CTX_CLASS
+
+
+def _list_suffixes(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Accept ``dims_is=[..]`` (plural suffix) as well as torch's ``dims_i=[..]``."""
+    out = {}
+    for key, value in kwargs.items():
+        head, _, suffix = key.rpartition("_")
+        if head and suffix in ("is", "fs", "ss", "ts"):
+            key, value = f"{head}_{suffix[0]}", list(value)
+        out[key] = value
+    return out
+
+
+def _as_const_tensor(arg: Any) -> Any:
+    if isinstance(arg, bool):
+        return torch.tensor(arg)
+    if isinstance(arg, numbers.Integral):
+        return torch.tensor(int(arg), dtype=torch.int64)
+    if isinstance(arg, numbers.Real):
+        return torch.tensor(float(arg), dtype=torch.float32)
+    if isinstance(arg, (list, tuple)) and arg and all(isinstance(v, numbers.Number) for v in arg):
+        return torch.tensor(list(arg))
+    return arg
+
+
+# ---------------------------------------------------------------- dtype mappings (lazy onnx_ir)
+
+_TORCH_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+                 "uint8", "bool")
+_IR_NAMES = ("FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT8",
+             "BOOL")
+
+
+def _ir_to_torch_dtype(dtype: Any) -> torch.dtype | None:
+    if dtype is None:
+        return None
+    for t, i in zip(_TORCH_DTYPES, _IR_NAMES):
+        if dtype.name == i:
+            return getattr(torch, t)
+    return None
+
+
+def _torch_to_ir_dtype(dtype: torch.dtype | None) -> Any:
+    import onnx_ir as ir
+
+    for t, i in zip(_TORCH_DTYPES, _IR_NAMES):
+        if dtype == getattr(torch, t):
+            return getattr(ir.DataType, i)
+    return None
+
+
+def _jit_type_for(value: Any) -> Any:
+    """A TensorType carrying the dtype and (possibly symbolic) sizes of an ONNX IR value."""
+    dtype = _ir_to_torch_dtype(getattr(value, "dtype", None)) or torch.float32
+    t = _C.TensorType.create_from_tensor(torch.empty(0, dtype=dtype))
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return _C.TensorType.get().with_dtype(dtype)
+    return t.with_sizes([d if isinstance(d, int) else None for d in shape])
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class Run:
+    """Inputs of one symbolic call, and what the conversion produced."""
+
+    graph: Any
+    ctx: Any
+    value_map: dict[Any, Any] = field(default_factory=dict)  # _C.Value -> ir value / list / None
+    inputs: set[int] = field(default_factory=set)  # ids of ir values given to the symbolic
+    rewrites: list[str] = field(default_factory=list)
+
+
+def _new_run(opset: int) -> Run:
+    graph = _C.Graph()
+    ctx = _context_class()(graph=graph, block=graph.block(), opset=opset, original_node=None,
+                           params_dict={}, env={}, values_in_env=set())
+    return Run(graph, ctx)
+
+
+def _is_ir_value(x: Any) -> bool:
+    import onnx_ir as ir
+
+    return isinstance(x, ir.Value)
+
+
+def _graph_input(run: Run, value: Any) -> Any:
+    jv = run.graph.addInput()
+    jv.setType(_jit_type_for(value))
+    run.value_map[jv] = value
+    run.inputs.add(id(value))
+    return jv
+
+
+def _none_value(run: Run) -> Any:
+    node = run.graph.insertNode(run.graph.create("prim::Constant"))
+    node.output().setType(_C.NoneType.get())
+    return node.output()
+
+
+def _legacy_arg(run: Run, arg: Any) -> Any:
+    """An FX-level argument as the legacy exporter would have handed it to a symbolic."""
+    if _is_ir_value(arg):
+        return _graph_input(run, arg)
+    if arg is None:
+        return _none_value(run)
+    if isinstance(arg, (list, tuple)) and any(_is_ir_value(a) for a in arg):
+        items = [_legacy_arg(run, a) for a in arg]
+        return run.ctx.op("prim::ListConstruct", *items)
+    if isinstance(arg, str):
+        return run.ctx.op("Constant", value_s=arg)
+    if isinstance(arg, torch.dtype):
+        from torch.onnx._internal.torchscript_exporter import _type_utils
+
+        arg = int(_type_utils.JitScalarType.from_dtype(arg))
+    if isinstance(arg, (torch.device, torch.layout, torch.memory_format)):
+        return _none_value(run)
+    if isinstance(arg, torch.Tensor):
+        return run.ctx.op("Constant", value_t=arg)
+    if isinstance(arg, (bool, numbers.Number)) or (
+        isinstance(arg, (list, tuple)) and all(isinstance(v, numbers.Number) for v in arg)
+    ):
+        # legacy graphs carry numbers as tensor constants (EraseNumberTypes)
+        value = torch.tensor(arg) if not isinstance(arg, float) else torch.tensor(arg, dtype=torch.float64)
+        return run.ctx.op("Constant", value_t=value)
+    return arg
+
+
+def _python_arg(run: Run, arg: Any) -> Any:
+    """autograd.Function.symbolic: tensors become values, everything else stays Python."""
+    if _is_ir_value(arg):
+        return _graph_input(run, arg)
+    return arg
+
+
+def call_symbolic(
+    symbolic: Callable[..., Any],
+    args: Sequence[Any],
+    *,
+    opset: int,
+    domain_version: Callable[[str], int],
+    n_outputs: int | None,
+    python_constants: bool = False,
+    label: str | None = None,
+) -> tuple[list[Any], list[str]]:
+    """Run ``symbolic(g, *args)`` and emit its nodes into the exporter's current graph.
+
+    ``args`` hold ONNX IR values and Python constants (FX-level). Returns the ONNX IR outputs
+    and the old-opset rewrites applied. Raises ``LegacyOnly`` for constructs the route cannot run.
+    """
+    name = label or qualname(symbolic)
+    run = _new_run(opset)
+    with torch_internals.legacy_globals(opset):
+        try:
+            conv = _python_arg if python_constants else _legacy_arg
+            jit_args = [conv(run, a) for a in args]
+            result = symbolic(run.ctx, *jit_args)
+        except LegacyOnly as exc:
+            raise exc.named(name) from None
+    outs = _flatten_outputs(result, name)
+    if n_outputs is not None and len(outs) != n_outputs:
+        raise RuntimeError(f"symbolic {name} returned {len(outs)} outputs; the op has {n_outputs}")
+    try:
+        ir_outs = _convert(run, outs, domain_version)
+    except LegacyOnly as exc:
+        raise exc.named(name) from None
+    return ir_outs, run.rewrites
+
+
+def _flatten_outputs(result: Any, name: str) -> list[Any]:
+    if isinstance(result, _C.Value):
+        return [result]
+    if isinstance(result, (list, tuple)) and all(isinstance(v, _C.Value) for v in result):
+        return list(result)
+    raise RuntimeError(f"symbolic {name} returned {type(result).__name__}, not graph values")
+
+
+def _needed_nodes(outs: list[Any]) -> set[Any]:
+    seen: set[Any] = set()
+    stack = [v.node() for v in outs]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(i.node() for i in node.inputs())
+    return seen
+
+
+def _attr_value(node: Any, name: str) -> Any:
+    kind = node.kindOf(name)
+    if kind in ("g", "gs"):
+        raise LegacyOnly(REASON_BLOCKS, f"a subgraph attribute '{name}' on {node.kind()}")
+    if kind == "c":  # torch reports FLOATS as "c"
+        kind = "fs"
+    try:
+        return kind, getattr(node, kind)(name)
+    except (AttributeError, RuntimeError) as exc:
+        raise LegacyOnly(REASON_UNSUPPORTED, f"attribute '{name}' of kind {kind!r}") from exc
+
+
+def _ir_attr(name: str, kind: str, value: Any) -> Any:
+    import onnx_ir as ir
+
+    if kind == "i":
+        return ir.AttrInt64(name, int(value))
+    if kind == "f":
+        return ir.AttrFloat32(name, float(value))
+    if kind == "s":
+        return ir.AttrString(name, value)
+    if kind == "t":
+        return ir.AttrTensor(name, _ir_tensor(value))
+    if kind == "is":
+        return ir.AttrInt64s(name, [int(v) for v in value])
+    if kind == "fs":
+        return ir.AttrFloat32s(name, [float(v) for v in value])
+    if kind == "ss":
+        return ir.AttrStrings(name, list(value))
+    if kind == "ts":
+        return ir.AttrTensors(name, [_ir_tensor(v) for v in value])
+    raise LegacyOnly(REASON_UNSUPPORTED, f"attribute '{name}' of kind {kind!r}")
+
+
+def _ir_tensor(t: torch.Tensor) -> Any:
+    import onnx_ir as ir
+
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return ir.Tensor(t.numpy())
+
+
+def _convert(run: Run, outs: list[Any], domain_version: Callable[[str], int]) -> list[Any]:
+    import numpy as np
+    import onnx_ir as ir
+
+    tracer = torch_internals.current_tracer()
+    needed = _needed_nodes(outs)
+
+    def emit(domain: str, op: str, inputs: list[Any], attrs: list[Any], n: int) -> list[Any]:
+        version = domain_version(domain) if domain else None
+        node = ir.Node(domain, op, inputs, attrs, num_outputs=n, version=version)
+        tracer.nodes.append(node)
+        return list(node.outputs)
+
+    def const(array: np.ndarray) -> Any:
+        return emit("", "Constant", [], [ir.AttrTensor("value", ir.Tensor(array))], 1)[0]
+
+    def dtype_of(value: Any) -> Any:
+        dt = getattr(value, "dtype", None)
+        return dt.numpy() if dt is not None else None
+
+    for node in run.graph.nodes():
+        if node not in needed:
+            continue
+        kind = node.kind()
+        if list(node.blocks()):
+            raise LegacyOnly(REASON_BLOCKS, f"a {kind} node with blocks (If/Loop built in the symbolic)")
+        if kind == "prim::Constant" and node.mustBeNone():
+            run.value_map[node.output()] = None
+            continue
+        if kind == "prim::ListConstruct":
+            run.value_map[node.output()] = [run.value_map[i] for i in node.inputs()]
+            continue
+        domain, op = kind.split("::", 1)
+        if domain in ("aten", "prim"):
+            construct = "g.at / an ATen node" if domain == "aten" else f"a {kind} node"
+            reason = REASON_ATEN if domain == "aten" else REASON_RAW_GRAPH
+            raise LegacyOnly(reason, construct)
+        domain = "" if domain == "onnx" else domain
+        inputs = []
+        for i in node.inputs():
+            v = run.value_map[i]
+            if isinstance(v, list):
+                raise LegacyOnly(REASON_UNSUPPORTED, f"a prim::ListConstruct used as an input of {kind}")
+            inputs.append(v)
+        attrs = {a: _attr_value(node, a) for a in node.attributeNames()}
+        n_out = len(list(node.outputs()))
+        if domain == "":
+            spec = opset_idioms.NodeSpec(op, inputs, {k: v for k, (_, v) in attrs.items()}, n_out)
+            change = opset_idioms.rewrite(spec, const, dtype_of)
+            if change:
+                run.rewrites.append(change)
+                kinds = {k: kind_ for k, (kind_, _) in attrs.items()}
+                attrs = {k: (kinds.get(k) or _kind_of(v), v) for k, v in spec.attrs.items()}
+                op, inputs = spec.op_type, spec.inputs
+        ir_attrs = [_ir_attr(k, kind_, v) for k, (kind_, v) in attrs.items()]
+        results = emit(domain, op, inputs, ir_attrs, n_out)
+        for jv, iv in zip(node.outputs(), results):
+            _copy_type(jv, iv)
+            run.value_map[jv] = iv
+
+    final = []
+    for jv in outs:
+        v = run.value_map[jv]
+        if v is None or isinstance(v, list):
+            raise RuntimeError("a symbolic output must be a tensor value, not None or a list")
+        if id(v) in run.inputs or any(v is f for f in final):
+            # the exporter names each output after its FX node: never rename an input
+            v = emit("", "Identity", [v], [], 1)[0]
+        final.append(v)
+    return final
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, (bool, int)):
+        return "i"
+    if isinstance(value, float):
+        return "f"
+    if isinstance(value, str):
+        return "s"
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(v, int) for v in value):
+            return "is"
+        if all(isinstance(v, (int, float)) for v in value):
+            return "fs"
+        return "ss"
+    return "t"
+
+
+def _copy_type(jv: Any, iv: Any) -> None:
+    jtype = jv.type()
+    if not isinstance(jtype, _C.TensorType):
+        return
+    import onnx_ir as ir
+
+    dtype = _torch_to_ir_dtype(jtype.dtype())
+    if dtype is not None:
+        iv.dtype = dtype
+    sizes = jtype.varyingSizes()
+    if sizes is not None:
+        iv.shape = ir.Shape([d if d is not None else None for d in sizes])

@@ -1,0 +1,182 @@
+"""Custom symbolic registrations and ``autograd.Function.symbolic`` on the torch.export route.
+
+``export_context(req)`` builds the translation table that runs each registered legacy symbolic
+(``register_custom_op_symbolic``, whether made through compat or directly with torch) for every
+overload of its op, and opens an ``autograd_functions`` session so Functions with a ``symbolic``
+become opaque ops translated by that symbolic. Constructs only the TorchScript route can run
+raise ``RouteFailed("dynamo", <reason>, LegacyOnly)`` naming the symbolic and the construct.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.errors import RouteFailed
+from compat.request import ExportRequest, Translation
+
+ROUTE = "dynamo"
+
+
+@dataclass
+class SymbolicPlan:
+    """What the route merges into its export call. ``translations`` keeps growing during the
+    export (Functions are found while tracing): read it after the export for the full list."""
+
+    translation_table: dict[Any, Any] = field(default_factory=dict)
+    translations: list[Translation] = field(default_factory=list)
+    post_process: list[Callable[[Any], None]] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    req: ExportRequest
+    plan: SymbolicPlan
+    limit: Exception | None = None
+    seen: set[str] = field(default_factory=set)
+
+    def on_limit(self, exc: Exception) -> None:
+        if self.limit is None:
+            self.limit = exc
+
+    def note(self, code: str, option: str, action: str) -> None:
+        if (code, option, action) not in self.seen:
+            self.seen.add((code, option, action))  # type: ignore[arg-type]
+            self.plan.translations.append(Translation(code, option, action))
+
+
+def target_opset(req: ExportRequest) -> int:
+    from compat import torch_caps
+
+    return req.opset_version or torch_caps.dynamo_default_opset()
+
+
+def _domain_version(req: ExportRequest, fallback: int) -> Callable[[str], int]:
+    custom = dict(req.custom_opsets or {})
+    return lambda domain: int(custom.get(domain, fallback))
+
+
+def overloads(name: str) -> list[Any]:
+    """Every ``OpOverload`` of ``namespace::op`` that torch knows (empty when the op is not loaded)."""
+    import torch
+
+    ns, op = name.split("::", 1)
+    try:
+        packet = getattr(getattr(torch.ops, ns), op)
+        return [getattr(packet, o) for o in packet.overloads()]
+    except (AttributeError, RuntimeError):
+        return []
+
+
+def _bind(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """FX args/kwargs -> every schema argument in order, defaults filled (what TorchScript passes)."""
+    out = []
+    for i, arg in enumerate(schema.arguments):
+        if i < len(args) and not arg.kwarg_only:
+            value = args[i]
+        elif arg.name in kwargs:
+            value = kwargs[arg.name]
+            if arg.name == "dtype" and value == -1:  # the exporter's spelling of None
+                value = None
+        elif arg.has_default_value():
+            value = arg.default_value
+        else:
+            value = None
+        out.append(value)
+    return out
+
+
+def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callable[..., Any]:
+    from . import legacy_graph
+
+    schema = overload._schema
+    list_return = len(schema.returns) == 1 and "[]" in str(schema.returns[0].type)
+    single = len(schema.returns) == 1 and not list_return
+    label = legacy_graph.qualname(reg.fn)
+    versions = _domain_version(state.req, reg.opset_version)
+
+    def translate(*args: Any, **kwargs: Any) -> Any:
+        try:
+            outs, rewrites = legacy_graph.call_symbolic(
+                reg.fn, _bind(schema, args, kwargs), opset=opset, domain_version=versions,
+                n_outputs=None if list_return else len(schema.returns),
+                label=label,
+            )
+        except legacy_graph.LegacyOnly as exc:
+            state.on_limit(exc)
+            raise
+        except Exception as exc:
+            raise RuntimeError(f"legacy symbolic {label} for {overload.name()} failed: {exc}") from exc
+        for change in rewrites:
+            state.note("ONX301", reg.name, f"old-opset form rewritten for opset {opset}: {change}")
+        return outs[0] if single else outs
+
+    translate.__name__ = f"legacy_symbolic_{reg.op}"
+    return translate
+
+
+@contextlib.contextmanager
+def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
+    """Translation table, translations and post-processing for the legacy symbolics in play."""
+    from compat import torch_caps
+
+    plan = SymbolicPlan()
+    if not (torch_caps.has_legacy_graph_context() and torch_caps.has_exporter_tracer()):
+        yield plan
+        return
+    from compat import registry
+
+    from . import autograd_functions, legacy_graph
+
+    state = _State(req, plan)
+    opset = torch_caps.torchlib_min_opset()  # the opset the new exporter builds at
+    user_table = set(req.custom_translation_table or {})
+    for name, reg in registry.active(target_opset(req)).items():
+        targets = [o for o in overloads(name) if o not in user_table]
+        for ov in targets:
+            plan.translation_table[ov] = _op_translator(ov, reg, state, opset)
+        if targets:
+            state.note("ONX301", name, f"translated by the legacy symbolic {legacy_graph.qualname(reg.fn)} "
+                       f"(registered for opset {reg.opset_version}) in a legacy graph context")
+    plan.post_process.append(lambda program: _set_custom_opsets(program, req))
+
+    with contextlib.ExitStack() as stack:
+        if autograd_functions.functions_with_symbolic():
+            fn_session = stack.enter_context(autograd_functions.session(
+                on_limit=state.on_limit,
+                on_translated=lambda cls: state.note(
+                    "ONX302", f"{cls.__module__}.{cls.__qualname__}",
+                    "became an opaque op translated by its own symbolic"),
+                opset=opset, domain_version=_domain_version(req, 1),
+            ))
+            plan.translation_table.update(fn_session.translation_table)
+        try:
+            yield plan
+            if state.limit is not None:
+                # torch fell back to strict capture, which traces through the Function: the
+                # export "worked" without the custom node, so it must not count as a success
+                raise RouteFailed(ROUTE, state.limit.reason, state.limit)  # type: ignore[attr-defined]
+        except RouteFailed:
+            raise
+        except Exception as exc:
+            if state.limit is not None and exc is not state.limit:
+                limit = state.limit
+                raise RouteFailed(ROUTE, limit.reason, limit) from exc  # type: ignore[attr-defined]
+            if isinstance(exc, legacy_graph.LegacyOnly):
+                raise RouteFailed(ROUTE, exc.reason, exc) from exc
+            raise
+
+
+def _set_custom_opsets(program: Any, req: ExportRequest) -> None:
+    """``custom_opsets`` wins for every custom domain the graph imports."""
+    imports = program.model.opset_imports
+    for domain, version in (req.custom_opsets or {}).items():
+        if domain in imports:
+            imports[domain] = int(version)
+
+
+def legacy_only_reasons(req: ExportRequest) -> list[tuple[str, str]]:
+    """Limits detectable before export: none (they show only when a symbolic runs)."""
+    return []

@@ -1,0 +1,243 @@
+"""The candidate pass: stdlib ``ast`` finds legacy usages and plans their edits.
+
+libcst is only used later, and only for files with something to fix (see ``fixer.py``), so a
+``--check`` run never pays for a lossless parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Applicability, Edit, Finding, Key
+from .resolve import Resolver, Scope, dotted, scope_chain
+
+EXPORT = "torch.onnx.export"
+_DYNAMO_KEY = re.compile(r"""["']dynamo["']|\bdynamo\s*=""")
+
+
+@dataclass
+class Option:
+    """An option of an export call, passed as a keyword or mapped from its position."""
+
+    name: str
+    value: ast.expr
+    index: int | None = None  # position in call.args when passed positionally
+
+
+@dataclass
+class ExportCall:
+    """A call that resolves to ``torch.onnx.export`` (or an alias being rewritten to it)."""
+
+    node: ast.Call
+    key: Key
+    scope: list[Scope]
+    options: dict[str, Option] = field(default_factory=dict)
+    keywordize: tuple[Edit, ...] = ()  # the ONX206 edits; prerequisites of fixes of mapped options
+    layout: str | None = None  # "1.x", "1.10", "1.11" when options were positional
+    ambiguous: bool = False
+    star_args: bool = False
+    star_kwargs: list[ast.expr] = field(default_factory=list)
+    dynamo_maybe_in_kwargs: bool = False
+    model: ast.expr | None = None
+    args: ast.expr | None = None
+    f: ast.expr | None = None
+    custom_symbolics: bool = False
+
+    def edits_for(self, opt: Option, *edits: Edit) -> tuple[Edit, ...]:
+        """``edits`` plus the keywordizing edits they depend on when ``opt`` was positional."""
+        return (self.keywordize if opt.index is not None else ()) + edits
+
+
+class Context:
+    """One module under analysis: its text, resolver, ledger evidence and the findings so far."""
+
+    def __init__(self, text: str, tree: ast.Module, path: str = "",
+                 evidence: dict[int, dict] | None = None,
+                 preamble: ast.Module | None = None) -> None:
+        self.text = text
+        self.lines = text.splitlines()
+        self.tree = tree
+        self.path = path
+        self.resolver = Resolver(tree, preamble)
+        self.evidence = evidence or {}
+        self.findings: list[Finding] = []
+        self.facts: dict[str, Any] = {}  # module-level facts rules share (e.g. custom symbolics)
+
+    def evidence_for(self, node: ast.AST) -> dict | None:
+        """The ledger's verdict for the call spanning ``node``'s lines (start line first)."""
+        if not self.evidence:
+            return None
+        start, end = node.lineno, getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+        for line in range(start, end + 1):
+            if line in self.evidence:
+                return self.evidence[line]
+        return None
+
+    def key(self, node: ast.AST) -> Key:
+        """The (line, character column) of ``node``'s start, as libcst counts it."""
+        line, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        text = self.lines[line - 1] if line - 1 < len(self.lines) else ""
+        if not text.isascii():
+            col = len(text.encode("utf-8")[:col].decode("utf-8", "replace"))
+        return (line, col)
+
+    def src(self, node: ast.AST) -> str:
+        """The source text of ``node`` as written."""
+        return ast.get_source_segment(self.text, node) or ""
+
+    def qualnames(self, expr: ast.expr, scope: list[Scope]) -> set[str]:
+        return self.resolver.qualnames(expr, scope_chain(scope))
+
+    def module_ref(self, qual: str, scope: list[Scope]) -> str | None:
+        """A local spelling of module ``qual`` (e.g. ``tonnx`` or ``torch.onnx``), if imported."""
+        chain = list(scope_chain(scope))
+        best: str | None = None
+        for sc in chain[::-1]:  # outer first, inner overrides
+            for name in self.resolver.bindings.get(sc, {}):
+                quals = self.resolver.lookup(name, chain)
+                for q in quals:
+                    if q == qual:
+                        best = name
+                    elif qual.startswith(q + ".") and best is None:
+                        best = name + qual[len(q):]
+        return best
+
+    def emit(self, code: str, node: ast.AST, applicability: Applicability = "none",
+             edits: tuple[Edit, ...] = (), note: str = "", anchor: ast.AST | None = None) -> None:
+        line, col = self.key(node)
+        extra = (anchor.lineno,) if anchor is not None else ()  # type: ignore[attr-defined]
+        if not edits:
+            applicability = "none"
+        self.findings.append(
+            Finding(code, line, col + 1, applicability, tuple(edits), note, self.path, extra)
+        )
+
+
+def literal(node: ast.expr | None) -> Any:
+    """The Python value of a literal expression, or ``...`` when it is not a literal."""
+    if node is None:
+        return ...
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ...
+
+
+def member(node: ast.expr | None) -> str | None:
+    """The last name of a dotted expression (``TrainingMode.EVAL`` -> ``EVAL``)."""
+    parts = dotted(node) if node is not None else None
+    return parts[-1] if parts else None
+
+
+def kwargs_may_set_dynamo(ctx: Context, expr: ast.expr, scope: list[Scope]) -> bool:
+    """Whether a ``**expr`` forwards ``dynamo=`` (version gates such as ``{"dynamo": False}``)."""
+    if _DYNAMO_KEY.search(ctx.src(expr)):
+        return True
+    if isinstance(expr, ast.Name):
+        holder = scope[-1]
+        first = getattr(holder, "lineno", 1)
+        last = expr.lineno
+        region = "\n".join(ctx.lines[first - 1:last])
+        return bool(_DYNAMO_KEY.search(region))
+    return False
+
+
+def build_export_call(ctx: Context, node: ast.Call, scope: list[Scope]) -> ExportCall:
+    """Collect the options of an export call, mapping positional ones by their layout."""
+    from .rules.onx2 import map_positional  # the positional layouts are an ONX2 fact
+
+    ec = ExportCall(node=node, key=ctx.key(node), scope=list(scope))
+    pos = node.args
+    ec.star_args = any(isinstance(a, ast.Starred) for a in pos)
+    named = {"model": 0, "args": 1, "f": 2}
+    for kw in node.keywords:
+        if kw.arg is None:
+            ec.star_kwargs.append(kw.value)
+        elif kw.arg in named:
+            setattr(ec, kw.arg, kw.value)
+        else:
+            ec.options[kw.arg] = Option(kw.arg, kw.value)
+    for name, i in named.items():
+        if i < len(pos) and not ec.star_args:
+            setattr(ec, name, pos[i])
+    if len(pos) > 3 and not ec.star_args:
+        mapping, ec.layout = map_positional(pos[3:])
+        ec.ambiguous = mapping is None
+        if mapping is not None:
+            edits = []
+            for off, name in enumerate(mapping):
+                idx = 3 + off
+                ec.options.setdefault(name, Option(name, pos[idx], idx))
+                edits.append(Edit("to_kw", ec.key, (idx, name)))
+            ec.keywordize = tuple(edits)
+    ec.dynamo_maybe_in_kwargs = any(kwargs_may_set_dynamo(ctx, e, scope) for e in ec.star_kwargs)
+    return ec
+
+
+class _Walker(ast.NodeVisitor):
+    """Visits the module once with a scope stack and hands nodes to the rule families."""
+
+    def __init__(self, ctx: Context, handlers: Any) -> None:
+        self.ctx = ctx
+        self.h = handlers
+        self.stack: list[Scope] = [ctx.tree]
+
+    def _scoped(self, node: ast.AST) -> None:
+        self.stack.append(node)
+        self.generic_visit(node)
+        self.stack.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        self.stack.append(node)
+        for stmt in node.body:
+            self.visit(stmt)
+        self.stack.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.h.on_class(self.ctx, node, self.stack)
+        for b in node.bases:
+            self.visit(b)
+        self._scoped(node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._scoped(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.h.on_import(self.ctx, node, self.stack)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.h.on_import(self.ctx, node, self.stack)
+
+    def visit_With(self, node: ast.With) -> None:
+        if self.h.on_with(self.ctx, node, self.stack):
+            for stmt in node.body:
+                self.visit(stmt)
+            return
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.h.on_call(self.ctx, node, self.stack)
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.h.on_reference(self.ctx, node, self.stack)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.h.on_reference(self.ctx, node, self.stack)
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    """Run every rule family over the module; returns all findings (unfiltered)."""
+    from . import rules
+
+    rules.prepare(ctx)
+    _Walker(ctx, rules).visit(ctx.tree)
+    return ctx.findings

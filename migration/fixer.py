@@ -1,0 +1,212 @@
+"""Applies planned edits with libcst, so everything the edits do not touch stays byte-identical.
+
+Edit kinds (``Edit.kind``), keyed by the start of the node they target:
+on a call: ``to_kw`` (index, name), ``rename`` (old, new), ``set`` (name, code), ``drop`` (name),
+``add`` (name, code), ``func`` (code), ``dynamo_export`` (func code); on the statement holding the
+call: ``before`` / ``after`` (statement code), ``comment`` (text); ``with_unwrap`` (statement code)
+on a With; ``importfrom_module`` (module) on an ImportFrom; ``import`` (statement) at (0, 0).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .model import Edit, Key
+
+_CALL_ORDER = ("to_kw", "rename", "set", "drop", "add", "func", "dynamo_export")
+_NO_SPACE = cst.AssignEqual(
+    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _find(args: list[cst.Arg], name: str) -> int | None:
+    for i, a in enumerate(args):
+        if a.keyword is not None and a.keyword.value == name:
+            return i
+    return None
+
+
+def _drop(args: list[cst.Arg], i: int) -> None:
+    removed = args.pop(i)
+    if i == len(args) and i > 0:  # removed the last: its comma (trailing or none) moves back
+        args[i - 1] = args[i - 1].with_changes(comma=removed.comma)
+
+
+def _add(args: list[cst.Arg], name: str, code: str) -> None:
+    new = cst.Arg(keyword=cst.Name(name), value=cst.parse_expression(code), equal=_NO_SPACE)
+    if not args:
+        args.append(new)
+        return
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):  # trailing comma: copy the multi-line layout
+        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) \
+            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=between)
+        args.append(new.with_changes(comma=last.comma))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(new)
+
+
+def _dynamo_export(call: cst.Call, func: str) -> cst.Call:
+    """``dynamo_export(m, *a, **kw)`` -> ``export(m, a, kwargs=kw, dynamo=True)``."""
+    pos = [a for a in call.args if a.keyword is None and a.star != "**"]
+    kws = [a for a in call.args if a.keyword is not None or a.star == "**"]
+    model, rest = _code(pos[0].value), pos[1:]
+    elems = [("*" if a.star == "*" else "") + _code(a.value) for a in rest]
+    tup = f"({elems[0]},)" if len(elems) == 1 else "(" + ", ".join(elems) + ")"
+    parts = [model, tup]
+    if len(kws) == 1 and kws[0].star == "**":
+        parts.append(f"kwargs={_code(kws[0].value)}")
+    elif kws:
+        items = [f"**{_code(a.value)}" if a.star == "**" else f'"{a.keyword.value}": '
+                 f"{_code(a.value)}" for a in kws]
+        parts.append("kwargs={" + ", ".join(items) + "}")
+    parts.append("dynamo=True")
+    return cst.parse_expression(f"{func}({', '.join(parts)})")  # type: ignore[return-value]
+
+
+def _apply_call(call: cst.Call, edits: Sequence[Edit]) -> cst.Call:
+    args = list(call.args)
+    func = None
+    for kind in _CALL_ORDER:
+        for e in (e for e in edits if e.kind == kind):
+            if kind == "to_kw":
+                idx, name = e.args
+                if idx < len(args) and args[idx].keyword is None:
+                    args[idx] = args[idx].with_changes(keyword=cst.Name(name), equal=_NO_SPACE)
+            elif kind == "rename":
+                i = _find(args, e.args[0])
+                if i is not None and _find(args, e.args[1]) is None:
+                    args[i] = args[i].with_changes(keyword=cst.Name(e.args[1]))
+            elif kind == "set":
+                i = _find(args, e.args[0])
+                if i is not None:
+                    args[i] = args[i].with_changes(value=cst.parse_expression(e.args[1]))
+            elif kind == "drop":
+                i = _find(args, e.args[0])
+                if i is not None:
+                    _drop(args, i)
+            elif kind == "add":
+                if _find(args, e.args[0]) is None:
+                    _add(args, e.args[0], e.args[1])
+            elif kind == "func":
+                func = cst.parse_expression(e.args[0])
+            elif kind == "dynamo_export":
+                return _dynamo_export(call, e.args[0])
+    call = call.with_changes(args=args)
+    return call.with_changes(func=func) if func is not None else call
+
+
+def _comment_lines(texts: Iterable[str]) -> list[cst.EmptyLine]:
+    return [cst.EmptyLine(comment=cst.Comment(t)) for t in texts]
+
+
+class _Fixer(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, edits: Iterable[Edit]) -> None:
+        super().__init__()
+        self.by_key: dict[Key, list[Edit]] = defaultdict(list)
+        self.imports: list[str] = []
+        for e in edits:
+            if e.kind == "import":
+                if e.args[0] not in self.imports:
+                    self.imports.append(e.args[0])
+            elif e not in self.by_key[e.key]:
+                self.by_key[e.key].append(e)
+        self.frames: list[dict[str, list[str]]] = []
+
+    def _edits(self, node: cst.CSTNode) -> list[Edit]:
+        pos = self.get_metadata(PositionProvider, node).start
+        return self.by_key.get((pos.line, pos.column), [])
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.frames.append({"before": [], "after": [], "comment": []})
+        return super().on_visit(node)
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
+        result = super().on_leave(original, updated)
+        if not isinstance(original, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return result
+        frame = self.frames.pop()
+        stmts: list[cst.CSTNode] = (
+            list(result.nodes) if isinstance(result, cst.FlattenSentinel) else [result]
+        )
+        if not any(frame.values()) or not stmts:
+            return result
+        lead = list(original.leading_lines)
+        before = [cst.parse_statement(c) for c in frame["before"]]
+        after = [cst.parse_statement(c) for c in frame["after"]]
+        out = before + stmts
+        first = out[0]
+        out[0] = first.with_changes(leading_lines=lead + _comment_lines(frame["comment"]))
+        if before:  # the original statement's own leading lines moved to the first one
+            idx = len(before)
+            out[idx] = out[idx].with_changes(leading_lines=[])
+        return cst.FlattenSentinel(out + after)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        edits = self._edits(original)
+        if not edits:
+            return updated
+        frame = self.frames[-1] if self.frames else None
+        if frame is not None:
+            for e in edits:
+                if e.kind in frame and e.args[0] not in frame[e.kind]:
+                    frame[e.kind].append(e.args[0])
+        return _apply_call(updated, edits)
+
+    def leave_With(self, original: cst.With, updated: cst.With):
+        edits = [e for e in self._edits(original) if e.kind == "with_unwrap"]
+        if not edits:
+            return updated
+        body = updated.body
+        if isinstance(body, cst.IndentedBlock):
+            stmts = list(body.body)
+        else:
+            stmts = [cst.SimpleStatementLine(body=[s]) for s in body.body]
+        pre = [cst.parse_statement(edits[0].args[0])] if edits[0].args[0] else []
+        out = pre + stmts
+        out[0] = out[0].with_changes(leading_lines=list(original.leading_lines)
+                                     + list(out[0].leading_lines))
+        return cst.FlattenSentinel(out)
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        for e in self._edits(original):
+            if e.kind == "importfrom_module":
+                return updated.with_changes(module=cst.parse_expression(e.args[0]))
+        return updated
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if not self.imports:
+            return updated
+        body = list(updated.body)
+        at = 0
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom))
+                or (i == 0 and isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString))
+                for s in stmt.body
+            ):
+                at = i + 1
+            elif at or i > 0:
+                break
+        new = [cst.parse_statement(s) for s in self.imports]
+        return updated.with_changes(body=body[:at] + new + body[at:])
+
+
+def apply_edits(text: str, edits: Iterable[Edit]) -> str:
+    """``text`` with ``edits`` applied (libcst round trip; untouched code is unchanged)."""
+    module = cst.parse_module(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    return wrapper.visit(_Fixer(edits)).code

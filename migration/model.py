@@ -1,0 +1,69 @@
+"""Findings and edits shared by the analysis (stdlib ``ast``) and the fixer (libcst)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from compat.catalog import BY_CODE
+
+Applicability = Literal["safe", "unsafe", "none"]
+Key = tuple[int, int]  # (1-based line, 0-based character column) of the node an edit targets
+
+SYNTAX_ERROR = "E999"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One primitive change at the node starting at ``key``; see ``fixer.py`` for the kinds."""
+
+    kind: str
+    key: Key
+    args: tuple = ()
+
+
+@dataclass
+class Finding:
+    """A legacy usage at a place in a file, with the edits that migrate it (if any)."""
+
+    code: str
+    line: int
+    column: int  # 1-based, like ruff
+    applicability: Applicability = "none"
+    edits: tuple[Edit, ...] = ()
+    note: str = ""
+    path: str = ""
+    lines: tuple[int, ...] = ()  # other lines where a `# noqa` also applies (e.g. the call's line)
+
+    @property
+    def message(self) -> str:
+        """The catalog's message (so runtime warnings and findings agree), plus a site note."""
+        entry = BY_CODE.get(self.code)
+        base = entry.message() if entry else self.note
+        if entry and self.note:
+            return f"{base} [{self.note}]"
+        return base
+
+    def to_json(self) -> dict:
+        """The JSON shape of the CLI contract."""
+        return {
+            "code": self.code,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "fix_applicability": self.applicability,
+        }
+
+
+@dataclass
+class FileResult:
+    """What processing one file produced."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+    new_bytes: bytes | None = None  # set when the file changes
+    old_bytes: bytes | None = None
+    error: str | None = None  # internal error (exit 2)
+    dropped: list[str] = field(default_factory=list)  # fixes dropped because they broke the file

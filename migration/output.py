@@ -1,0 +1,84 @@
+"""Finding reports: text (ruff-like), json, sarif 2.1.0, GitHub Actions annotations."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from compat.catalog import BY_CODE
+
+from .model import Finding
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _mark(f: Finding) -> str:
+    return " [*]" if f.applicability == "safe" else (" [unsafe fix]" if f.applicability == "unsafe"
+                                                     else "")
+
+
+def text(findings: list[Finding]) -> str:
+    lines = [f"{f.path}:{f.line}:{f.column}: {f.code}{_mark(f)} "
+             f"{f.message.removeprefix(f.code + ' ')}" for f in findings]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def as_json(findings: list[Finding]) -> str:
+    return json.dumps([f.to_json() for f in findings], indent=2) + "\n"
+
+
+def sarif(findings: list[Finding]) -> str:
+    codes = sorted({f.code for f in findings} | set(BY_CODE))
+    rules = [{
+        "id": c,
+        "shortDescription": {"text": BY_CODE[c].summary if c in BY_CODE else "syntax error"},
+        "fullDescription": {"text": BY_CODE[c].changed if c in BY_CODE else "syntax error"},
+        "properties": {"fix": BY_CODE[c].fix if c in BY_CODE else "none"},
+    } for c in codes]
+    results = [{
+        "ruleId": f.code,
+        "level": "error" if f.code == "E999" else "warning",
+        "message": {"text": f.message},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": f.path},
+            "region": {"startLine": f.line, "startColumn": f.column},
+        }}],
+        "properties": {"fix_applicability": f.applicability},
+    } for f in findings]
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "compat.migrate", "rules": rules}},
+                  "results": results}],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _gh_escape(s: str, prop: bool = False) -> str:
+    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return s.replace(":", "%3A").replace(",", "%2C") if prop else s
+
+
+def github(findings: list[Finding]) -> str:
+    out = []
+    for f in findings:
+        level = "error" if f.code == "E999" else "warning"
+        props = (f"title={_gh_escape(f'compat.migrate ({f.code})', True)},"
+                 f"file={_gh_escape(f.path, True)},line={f.line},col={f.column}")
+        out.append(f"::{level} {props}::{_gh_escape(f'{f.code} {f.message}')}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def render(fmt: str, findings: list[Finding]) -> str:
+    return {"text": text, "json": as_json, "sarif": sarif, "github": github}[fmt](findings)
+
+
+def statistics(findings: list[Finding]) -> str:
+    counts = Counter(f.code for f in findings)
+    fixable = Counter(f.code for f in findings if f.applicability == "safe")
+    lines = []
+    for code, n in counts.most_common():
+        summary = BY_CODE[code].summary if code in BY_CODE else "syntax error"
+        mark = "[*]" if fixable[code] else "   "
+        lines.append(f"{n:5d}\t{code}\t{mark} {summary}")
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,139 @@
+"""ONX2xx: options removed from ``torch.onnx.export`` (they raise TypeError on current torch)."""
+
+from __future__ import annotations
+
+import ast
+
+from ..analysis import Context, ExportCall, literal, member
+from ..model import Edit
+
+# Positional layouts after (model, args, f); see LEGACY_PATTERNS.md.
+LAYOUT_1X = (
+    "export_params", "verbose", "training", "input_names", "output_names", "aten", "export_raw_ir",
+    "operator_export_type", "opset_version", "_retain_param_name", "do_constant_folding",
+    "example_outputs", "strip_doc_string", "dynamic_axes", "keep_initializers_as_inputs",
+    "custom_opsets", "enable_onnx_checker", "use_external_data_format",
+)
+LAYOUT_110 = tuple(n for n in LAYOUT_1X if n != "export_raw_ir")
+LAYOUT_111 = (
+    "export_params", "verbose", "training", "input_names", "output_names", "operator_export_type",
+    "opset_version", "do_constant_folding", "dynamic_axes", "keep_initializers_as_inputs",
+    "custom_opsets", "export_modules_as_functions", "autograd_inlining",
+)
+_OPERATOR_TYPES = {"ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH", "RAW"}
+
+
+def _is_bool(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, bool)
+
+
+def _is_operator_type(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant) and node.value is None:
+        return True
+    return member(node) in _OPERATOR_TYPES or "OperatorExportTypes" in ast.dump(node)
+
+
+def map_positional(extra: list[ast.expr]) -> tuple[list[str] | None, str | None]:
+    """Names of positional options after ``f``; (None, None) when the layout cannot be told.
+
+    A bool at the 6th position means the torch 1.x layout (``aten``); an OperatorExportTypes or
+    None there means the 1.11+ one; a bool at the 7th (``export_raw_ir``) means 1.9 or older.
+    """
+    if len(extra) <= 5:
+        return list(LAYOUT_111[: len(extra)]), "any"
+    sixth = extra[5]
+    if _is_bool(sixth):
+        layout = LAYOUT_1X if len(extra) > 6 and _is_bool(extra[6]) else LAYOUT_110
+        name = "1.x" if layout is LAYOUT_1X else "1.10"
+    elif _is_operator_type(sixth):
+        layout, name = LAYOUT_111, "1.11"
+    else:
+        return None, None
+    if len(extra) > len(layout):
+        return None, None
+    return list(layout[: len(extra)]), name
+
+
+def check_export(ctx: Context, ec: ExportCall) -> None:
+    """ONX206 and ONX201-208 on one export call."""
+    node = ec.node
+    if len(node.args) > 3:
+        if ec.star_args or ec.ambiguous:
+            note = "cannot tell the torch 1.x from the 1.11+ positional layout"
+            ctx.emit("ONX206", node.args[3], note=note, anchor=node)
+        else:
+            ctx.emit("ONX206", node.args[3], "safe", ec.keywordize,
+                     note=f"torch {ec.layout} layout", anchor=node)
+    k = ec.key
+    for name in ("example_outputs", "strip_doc_string", "_retain_param_name"):
+        opt = ec.options.get(name)
+        if opt:
+            code = {"example_outputs": "ONX201", "strip_doc_string": "ONX204"}.get(name, "ONX205")
+            ctx.emit(code, opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (name,))),
+                     anchor=node)
+    opt = ec.options.get("use_external_data_format")
+    if opt:
+        edit = (Edit("drop", k, (opt.name,)) if "external_data" in ec.options
+                else Edit("rename", k, (opt.name, "external_data")))
+        ctx.emit("ONX202", opt.value, "safe", ec.edits_for(opt, edit), anchor=node)
+    opt = ec.options.get("enable_onnx_checker")
+    if opt:
+        _checker(ctx, ec, opt)
+    opt = ec.options.get("fallback")
+    if opt:
+        evidence = ctx.evidence_for(node)
+        ctx.emit("ONX207", opt.value, "safe" if evidence else "unsafe",
+                 ec.edits_for(opt, Edit("drop", k, ("fallback",))),
+                 note="route chosen from the ledger" if evidence else "route chosen statically",
+                 anchor=node)
+    for name in ("aten", "export_raw_ir", "export_type"):
+        opt = ec.options.get(name)
+        if opt:
+            _onx208(ctx, ec, opt)
+
+
+def _checker(ctx: Context, ec: ExportCall, opt) -> None:
+    value = literal(opt.value)
+    drop = Edit("drop", ec.key, (opt.name,))
+    if value is False or value is None:
+        ctx.emit("ONX203", opt.value, "safe", ec.edits_for(opt, drop), anchor=ec.node)
+    elif value is True and ec.f is not None and literal(ec.f) is not None:
+        onnx_ref = ctx.module_ref("onnx", ec.scope)
+        check = f"{onnx_ref or 'onnx'}.checker.check_model({ctx.src(ec.f)})"
+        edits = [drop, Edit("after", ec.key, (check,))]
+        if onnx_ref is None:
+            edits.append(Edit("import", (0, 0), ("import onnx",)))
+        ctx.emit("ONX203", opt.value, "unsafe", ec.edits_for(opt, *edits),
+                 note="adds onnx.checker.check_model after the export", anchor=ec.node)
+    else:
+        ctx.emit("ONX203", opt.value, anchor=ec.node)
+
+
+def _onx208(ctx: Context, ec: ExportCall, opt) -> None:
+    value = literal(opt.value)
+    k = ec.key
+    if opt.name == "aten" and value is True and "operator_export_type" not in ec.options:
+        ref = ctx.module_ref("torch.onnx", ec.scope)
+        if ref:
+            edits = ec.edits_for(opt, Edit("rename", k, ("aten", "operator_export_type")),
+                                 Edit("set", k, ("operator_export_type",
+                                                 f"{ref}.OperatorExportTypes.ONNX_ATEN")))
+            ctx.emit("ONX208", opt.value, "safe", edits, note="aten=True is ONNX_ATEN",
+                     anchor=ec.node)
+            return
+    if value is False or (opt.name == "export_type" and member(opt.value) == "PROTOBUF_FILE"):
+        ctx.emit("ONX208", opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (opt.name,))),
+                 anchor=ec.node)
+        return
+    ctx.emit("ONX208", opt.value, note=f"{opt.name}= has no modern equivalent", anchor=ec.node)
+
+
+def pin_reason(ec: ExportCall) -> list[tuple[str, str]]:
+    """Removed options whose meaning only the TorchScript exporter keeps: (code, reason)."""
+    out = []
+    if "example_outputs" in ec.options:
+        why = "example_outputs= was for ScriptModules, which need the TorchScript exporter"
+        out.append(("ONX201", why))
+    if "aten" in ec.options and literal(ec.options["aten"].value) is True:
+        out.append(("ONX208", "aten=True (ONNX_ATEN) needs the TorchScript exporter"))
+    return out

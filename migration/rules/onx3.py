@@ -1,0 +1,69 @@
+"""ONX301-303: custom symbolics and TorchScript-exporter internals."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..analysis import Context
+from ..model import Edit
+from ..resolve import Scope, dotted
+
+REGISTER = {
+    "torch.onnx.register_custom_op_symbolic": "register_custom_op_symbolic",
+    "torch.onnx.unregister_custom_op_symbolic": "unregister_custom_op_symbolic",
+}
+FUNCTION = {"torch.autograd.Function", "torch.autograd.function.Function"}
+_INTERNAL = re.compile(
+    r"^torch\.onnx\.(symbolic_helper|symbolic_opset\d+|symbolic_registry|_internal\.jit_utils"
+    r"|utils\._model_to_graph|_globals)(\.|$)"
+)
+_SYMBOLIC_DEF = re.compile(r"def\s+symbolic\s*\(")
+
+
+def prepare(ctx: Context) -> None:
+    """Whether the module defines custom symbolics (its export calls then use compat.export)."""
+    text = ctx.text
+    ctx.facts["custom_symbolics"] = (
+        "register_custom_op_symbolic" in text or bool(_SYMBOLIC_DEF.search(text))
+    )
+    ctx.facts["uses_compat"] = bool(re.search(r"^\s*(import compat|from compat\b)", text, re.MULTILINE))
+
+
+def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]) -> None:
+    """ONX301: registrations switch to compat's helpers, which also feed the torch.export route."""
+    hit = next((REGISTER[q] for q in quals if q in REGISTER), None)
+    if hit is None:
+        return
+    ref = ctx.module_ref("compat", scope)
+    edits = [Edit("func", ctx.key(node), (f"{ref or 'compat'}.{hit}",))]
+    if ref is None:
+        edits.append(Edit("import", (0, 0), ("import compat",)))
+    ctx.emit("ONX301", node, "safe", tuple(edits), note=f"compat.{hit}")
+    ctx.facts["custom_symbolics"] = True
+
+
+def check_import(ctx: Context, node: ast.Import | ast.ImportFrom, scope: list[Scope]) -> None:
+    """ONX303: imports of TorchScript-exporter internals."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif node.level == 0 and node.module:
+        names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    else:
+        return
+    for name in names:
+        if _INTERNAL.match(name):
+            ctx.emit("ONX303", node, note=name)
+            return
+
+
+def check_class(ctx: Context, node: ast.ClassDef, scope: list[Scope]) -> None:
+    """ONX302: ``autograd.Function`` subclasses with a ``symbolic`` staticmethod."""
+    if ctx.facts.get("uses_compat"):
+        return  # exported through compat.export, which honours the symbolic
+    if not any(FUNCTION & ctx.qualnames(b, scope) for b in node.bases if dotted(b)):
+        return
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "symbolic":
+            ctx.emit("ONX302", stmt, note=f"{node.name}.symbolic")
+            return

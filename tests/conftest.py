@@ -1,0 +1,20 @@
+"""Shared test setup: every test runs with a clean compat environment."""
+
+from __future__ import annotations
+
+import pytest
+
+_ENV = (
+    "TORCH_ONNX_COMPAT_ROUTE",
+    "TORCH_ONNX_COMPAT_STRICT",
+    "TORCH_ONNX_COMPAT_LEDGER",
+    "TORCH_ONNX_COMPAT_COMPARE",
+)
+
+
+@pytest.fixture(autouse=True)
+def _clean_compat_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No route/strict/ledger settings leak in, and route memory lives in a per-test folder."""
+    for name in _ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_CACHE_DIR", str(tmp_path_factory.mktemp("route-memory")))

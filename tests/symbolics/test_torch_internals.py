@@ -1,0 +1,22 @@
+"""Fails loudly when a torch upgrade moves the private internals the symbolics adapter uses."""
+
+from __future__ import annotations
+
+from compat import torch_caps
+from dynamo import torch_internals
+
+
+def test_private_internals_are_where_we_expect():
+    assert torch_internals.check() == [], (
+        "torch moved internals used by dynamo/torch_internals.py; update SYMBOLICS_INTERNALS "
+        "in compat/torch_caps.py"
+    )
+    assert torch_caps.has_legacy_symbolic_registry()
+    assert torch_caps.has_legacy_graph_context()
+    assert torch_caps.has_exporter_tracer()
+    assert torch_internals.original_register().__module__.endswith("torchscript_exporter.utils")
+
+
+def test_graph_context_still_relays_to_the_raw_graph():
+    # the limit detection for raw _C.Graph methods relies on GraphContext.__getattr__
+    assert "__getattr__" in vars(torch_internals.graph_context_class())
