@@ -63,12 +63,8 @@ def _write(outcome: Outcome, req: ExportRequest, staged: str) -> list[str]:
     """Write into the staging folder; returns every file written."""
     external = _external(outcome, req)
     if outcome.program is not None:
-        outcome.program.save(
-            staged,
-            include_initializers=req.export_params,
-            keep_initializers_as_inputs=bool(req.keep_initializers_as_inputs),
-            external_data=external,
-        )
+        # export_params / keep_initializers_as_inputs are already applied to the program's model
+        outcome.program.save(staged, external_data=external)
     elif external:
         import onnx
 

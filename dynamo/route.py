@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import warnings
 from typing import Any
 
 from compat.errors import CompatError, RouteFailed, RouteUnavailable
@@ -36,19 +35,17 @@ def export(req: ExportRequest) -> Outcome:
             # the user's own table wins over translations we derive
             table: dict[Any, Any] = {**sym.translation_table, **plan.translation_table}
             table.update(req.custom_translation_table or {})
-            with warnings.catch_warnings():
-                # torch's own deprecation chatter about options we already translated
-                warnings.filterwarnings("ignore", message=".*dynamic_axes.*", category=UserWarning)
-                warnings.filterwarnings("ignore", message=".*training mode.*", category=UserWarning)
-                program = torch_api.torch_export()(
-                    req.model,
-                    plan.args,
-                    None,
-                    kwargs=plan.kwargs,
-                    dynamo=True,
-                    custom_translation_table=table or None,
-                    **plan.export_kwargs,
-                )
+            # No warnings.catch_warnings here: changing the filters resets every module's
+            # once-per-location registry, and compat's own warnings must show once per site.
+            program = torch_api.torch_export()(
+                req.model,
+                plan.args,
+                None,
+                kwargs=plan.kwargs,
+                dynamo=True,
+                custom_translation_table=table or None,
+                **plan.export_kwargs,
+            )
             for fix in (*plan.post_process, *sym.post_process):
                 fix(program)
             # symbolics record some translations only while the export runs

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import time
-import warnings
 from typing import Any
 
 from compat.errors import RouteFailed, RouteUnavailable
@@ -31,13 +30,12 @@ def export(req: ExportRequest) -> Outcome:
     start = time.perf_counter()
     buf = io.BytesIO()
     try:
-        with warnings.catch_warnings():
-            # torch's own notice that this exporter is deprecated: compat warns with ONX codes
-            warnings.filterwarnings("ignore", message=".*feature will be removed.*")
-            exporter(
-                req.model, req.args, buf, kwargs=dict(req.kwargs) if req.kwargs else None,
-                **_options(req, torch),
-            )
+        # No warnings.catch_warnings here: changing the filters resets every module's
+        # once-per-location registry, and compat's own warnings must show once per call site.
+        exporter(
+            req.model, req.args, buf, kwargs=dict(req.kwargs) if req.kwargs else None,
+            **_options(req, torch),
+        )
     except Exception as exc:  # noqa: BLE001 - every exporter failure becomes a route failure
         raise RouteFailed(ROUTE, f"TorchScript export failed ({type(exc).__name__})", exc) from exc
     outcome.model_bytes = buf.getvalue()

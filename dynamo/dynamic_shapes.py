@@ -1,0 +1,384 @@
+"""``dynamic_axes`` (TorchScript exporter) → ``dynamic_shapes`` (torch.export), with legacy meaning.
+
+Legacy semantics kept here:
+
+* keys name graph inputs (``input_names`` first, else a forward() parameter holding one tensor)
+  or graph outputs (``output_names``); graph inputs are the tensor leaves of the call in forward()
+  signature order (kwargs reordered, ``None`` and non-tensor values are not inputs);
+* list-form axes get generated names ``{key}_dynamic_axes_{i}``;
+* a key naming nothing is warned about and ignored;
+* the ONNX graph's dims carry the user's names (one name on several axes = one ``dim_param``).
+
+Every axis becomes a ``Dim.DYNAMIC`` hint (torch infers the equalities the model needs) and the
+exported graph's symbols are renamed afterwards. Example sizes of 1 on a dynamic axis are tiled to
+2 before capture, because torch.export specialises 0/1 sizes and would silently bake them in.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils import _pytree
+
+from compat.errors import CompatTypeError, CompatValueError, RouteFailed
+
+#: the size a size-1 example is tiled to before capture
+CAPTURE_SIZE = 2
+
+
+class DynamicAxesWarning(UserWarning):
+    """A ``dynamic_axes`` entry the legacy exporter only warned about."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One bound forward() parameter: ``kind`` is pos, varpos, kw or varkw."""
+
+    name: str
+    kind: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One user-named dynamic axis of a graph input (``leaf`` = its position among tensor inputs)."""
+
+    key: str
+    leaf: int
+    axis: int
+    name: str
+
+
+@dataclass
+class ShapePlan:
+    """The torch.export call (args/kwargs in signature order, ``dynamic_shapes``) and the renames
+    to apply to the ONNX graph afterwards."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    dynamic_shapes: dict[str, Any] | None
+    input_axes: list[Axis] = field(default_factory=list)
+    output_axes: dict[str, dict[int, str]] = field(default_factory=dict)
+    unmatched: list[str] = field(default_factory=list)
+    enlarged: list[str] = field(default_factory=list)
+    leaf_names: list[str] = field(default_factory=list)
+
+    def rename(self, program: Any) -> None:
+        """Post-process: give the graph's dims the user's names; fail if an axis went static."""
+        rename_graph(program.model, self)
+
+
+def split_trailing_kwargs(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Legacy convention: a trailing dict in ``args`` holds keyword inputs (an empty one means the
+    dict before it is positional)."""
+    if kwargs:
+        return tuple(args), dict(kwargs)
+    if args and isinstance(args[-1], dict):
+        return tuple(args[:-1]), dict(args[-1])  # empty: the dict before it stays positional
+    return tuple(args), {}
+
+
+def signature_order(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Param]:
+    """Bind a call like the legacy exporter: positional parameters in signature order (skipped ones
+    filled with their defaults), then keyword-only ones."""
+    fn = getattr(model, "forward", model)
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise CompatTypeError(f"args/kwargs do not match {type(model).__name__}.forward(): {exc}") from exc
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    last = max((i for i, p in enumerate(positional) if p.name in bound.arguments), default=-1)
+    out: list[Param] = []
+    for p in positional[: last + 1]:
+        value = bound.arguments.get(p.name, p.default)
+        if value is inspect.Parameter.empty:
+            raise CompatTypeError(f"forward() parameter {p.name!r} has no value and no default")
+        out.append(Param(p.name, "pos", value))
+    kinds = {inspect.Parameter.VAR_POSITIONAL: "varpos", inspect.Parameter.KEYWORD_ONLY: "kw",
+             inspect.Parameter.VAR_KEYWORD: "varkw"}
+    for p in params:
+        if p.kind in kinds and p.name in bound.arguments:
+            out.append(Param(p.name, kinds[p.kind], bound.arguments[p.name]))
+    return out
+
+
+def call_of(params: list[Param]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``(args, kwargs)`` for ``params``."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for p in params:
+        if p.kind == "pos":
+            args.append(p.value)
+        elif p.kind == "varpos":
+            args.extend(p.value)
+        elif p.kind == "kw":
+            kwargs[p.name] = p.value
+        else:
+            kwargs.update(p.value)
+    if not kwargs and args and isinstance(args[-1], dict) and params[-1].kind == "pos":
+        # torch.onnx.export would read a trailing dict as keyword inputs: pass it by name
+        kwargs[params[-1].name] = args.pop()
+    return tuple(args), kwargs
+
+
+def translate(
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any] | None,
+    dynamic_axes: Mapping[str, Any] | None,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+) -> ShapePlan:
+    """Validate ``dynamic_axes`` and build the torch.export call; raises ``CompatError`` early."""
+    params = signature_order(model, *split_trailing_kwargs(args, kwargs))
+    leaves, leaf_owner = _tensor_leaves(params)
+    input_names = list(input_names or ())
+    output_names = list(output_names or ())
+    leaf_names = [
+        input_names[i] if i < len(input_names) else _default_name(params[leaf_owner[i]])
+        for i in range(len(leaves))
+    ]
+    plan = ShapePlan(*call_of(params), dynamic_shapes=None, leaf_names=leaf_names)
+    if dynamic_axes is None:
+        return plan
+    if not isinstance(dynamic_axes, Mapping):
+        raise CompatTypeError(
+            f"dynamic_axes must be a dict of input/output name -> axes, got {type(dynamic_axes).__name__}"
+        )
+    by_name = {n: i for i, n in enumerate(leaf_names) if n is not None}
+    for key, spec in dynamic_axes.items():
+        if not isinstance(key, str):
+            raise CompatTypeError(f"dynamic_axes key {key!r} must be an input or output name (str)")
+        axes = _axes_dict(key, spec)
+        if key in by_name:
+            leaf = by_name[key]
+            rank = leaves[leaf].dim()
+            seen: dict[int, int] = {}
+            for axis, name in axes.items():
+                norm = axis + rank if axis < 0 else axis
+                if not 0 <= norm < rank:
+                    raise CompatValueError(
+                        f"dynamic_axes[{key!r}]: axis {axis} is out of range for input {key!r} of rank {rank}"
+                    )
+                if norm in seen:
+                    raise CompatValueError(f"dynamic_axes[{key!r}]: axes {seen[norm]} and {axis} are the same axis")
+                seen[norm] = axis
+                plan.input_axes.append(Axis(key, leaf, norm, name))
+        elif key in output_names:
+            plan.output_axes[key] = axes
+        else:
+            plan.unmatched.append(key)
+            warnings.warn(
+                f"dynamic_axes key {key!r} names no graph input or output "
+                f"(inputs: {[n for n in leaf_names if n]}, outputs: {output_names}); it is ignored, "
+                "as the TorchScript exporter did",
+                DynamicAxesWarning,
+                stacklevel=4,
+            )
+    if not plan.input_axes:
+        return plan
+    leaves = _enlarge_small_examples(plan, leaves)
+    params, plan.dynamic_shapes = _rebuild(params, plan, leaves)
+    plan.args, plan.kwargs = call_of(params)
+    return plan
+
+
+def _axes_dict(key: str, spec: Any) -> dict[int, str]:
+    """``{axis: name}`` from the dict or list form (list form: legacy generated names)."""
+    if isinstance(spec, Mapping):
+        items = list(spec.items())
+    elif isinstance(spec, (list, tuple)):
+        items = [(a, f"{key}_dynamic_axes_{i + 1}") for i, a in enumerate(spec)]
+    else:
+        raise CompatTypeError(
+            f"dynamic_axes[{key!r}] must be a dict {{axis: name}} or a list of axes, got {type(spec).__name__}"
+        )
+    out: dict[int, str] = {}
+    for axis, name in items:
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            raise CompatTypeError(f"dynamic_axes[{key!r}]: axis {axis!r} must be an int")
+        if not isinstance(name, str) or not name:
+            raise CompatTypeError(f"dynamic_axes[{key!r}][{axis}]: the axis name must be a non-empty str, got {name!r}")
+        out[axis] = name
+    return out
+
+
+def _tensor_leaves(params: list[Param]) -> tuple[list[torch.Tensor], list[int]]:
+    """Tensor leaves in graph-input order and, for each, the index of its parameter."""
+    leaves: list[torch.Tensor] = []
+    owner: list[int] = []
+    for i, p in enumerate(params):
+        for leaf in _pytree.tree_leaves(p.value):
+            if isinstance(leaf, torch.Tensor):
+                leaves.append(leaf)
+                owner.append(i)
+    return leaves, owner
+
+
+def _default_name(param: Param) -> str | None:
+    """A parameter holding exactly one tensor is named after the parameter (as in legacy graphs)."""
+    return param.name if param.kind in ("pos", "kw") and isinstance(param.value, torch.Tensor) else None
+
+
+def _enlarge_small_examples(plan: ShapePlan, leaves: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Tile size-1 examples on dynamic axes to ``CAPTURE_SIZE`` (all axes sharing the name
+    together); size 0 cannot be tiled, so fail with how to fix the example."""
+    leaves = list(leaves)
+    for ax in plan.input_axes:
+        size = leaves[ax.leaf].shape[ax.axis]
+        if size == 0:
+            raise RouteFailed(
+                "dynamo",
+                "size-0 example on a dynamic axis",
+                CompatValueError(
+                    f"dynamic_axes[{ax.key!r}]: the example input has size 0 on axis {ax.axis} "
+                    f"({ax.name!r}); torch.export would bake that size in. Pass an example with at "
+                    "least 2 elements on that axis (e.g. a dummy past length of 2), or dynamo=False"
+                ),
+            )
+    small = {ax.name for ax in plan.input_axes if leaves[ax.leaf].shape[ax.axis] == 1}
+    for ax in plan.input_axes:
+        if ax.name in small and leaves[ax.leaf].shape[ax.axis] == 1:
+            t = leaves[ax.leaf]
+            leaves[ax.leaf] = torch.cat([t] * CAPTURE_SIZE, dim=ax.axis)
+            plan.enlarged.append(f"{ax.key}[{ax.axis}] ({ax.name})")
+    return leaves
+
+
+def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor]) -> tuple[list[Param], dict[str, Any]]:
+    """Params with the (possibly tiled) leaves put back, and dynamic_shapes keyed like
+    ``torch.export`` binds them (parameter name -> structure of the value)."""
+    dims: dict[int, dict[int, Any]] = {}
+    for ax in plan.input_axes:
+        dims.setdefault(ax.leaf, {})[ax.axis] = torch.export.Dim.DYNAMIC
+    counter = iter(range(len(leaves)))
+    new_params: list[Param] = []
+    shapes: dict[str, Any] = {}
+    for p in params:
+        flat, spec = _pytree.tree_flatten(p.value)
+        new_flat, shape_flat = [], []
+        for leaf in flat:
+            if isinstance(leaf, torch.Tensor):
+                i = next(counter)
+                new_flat.append(leaves[i])
+                shape_flat.append(dims.get(i))
+            else:
+                new_flat.append(leaf)
+                shape_flat.append(None)
+        new_params.append(Param(p.name, p.kind, _pytree.tree_unflatten(new_flat, spec)))
+        shapes[p.name] = _pytree.tree_unflatten(shape_flat, spec)
+    return new_params, shapes
+
+
+# --- after export -------------------------------------------------------------------------------
+
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def rename_graph(model: Any, plan: ShapePlan) -> None:
+    """Name the dims of the exported ``onnx_ir.Model`` after the user's axes.
+
+    Graph inputs and named outputs get the user's names per axis; every other value's symbolic
+    dims are renamed symbol by symbol (expressions such as ``s0 + 1`` included)."""
+    import onnx_ir as ir
+
+    graph = model.graph
+    inputs = list(graph.inputs)
+    by_name = {v.name: v for v in inputs}
+    mapping: dict[str, str] = {}
+    per_input: dict[int, dict[int, str]] = {}
+    for ax in plan.input_axes:
+        name = plan.leaf_names[ax.leaf]
+        value = by_name.get(name) if name else None
+        if value is None and ax.leaf < len(inputs) and len(inputs) == len(plan.leaf_names):
+            value = inputs[ax.leaf]
+        if value is None or value.shape is None:
+            warnings.warn(f"dynamic_axes[{ax.key!r}]: input not found in the exported graph", DynamicAxesWarning, stacklevel=2)
+            continue
+        dim = value.shape[ax.axis]
+        if not isinstance(dim, ir.SymbolicDim) or dim.value is None:
+            raise RouteFailed(
+                "dynamo",
+                "dynamic axis specialised",
+                CompatValueError(
+                    f"dynamic_axes[{ax.key!r}]: torch.export made axis {ax.axis} ({ax.name!r}) of input "
+                    f"{ax.key!r} static ({dim}); the model's code depends on that size. Use dynamo=False, "
+                    "or rewrite the size-dependent code"
+                ),
+            )
+        mapping.setdefault(dim.value, ax.name)
+        per_input.setdefault(inputs.index(value), {})[ax.axis] = ax.name
+    _rename_symbols(model, mapping)
+    for idx, axes in per_input.items():
+        _set_dims(inputs[idx], axes)
+    outputs = {v.name: v for v in graph.outputs}
+    for key, axes in plan.output_axes.items():
+        value = outputs.get(key)
+        if value is None:
+            continue
+        rank = len(value.shape) if value.shape is not None else None
+        norm: dict[int, str] = {}
+        for axis, name in axes.items():
+            a = axis + rank if rank is not None and axis < 0 else axis
+            if rank is not None and not 0 <= a < rank:
+                raise CompatValueError(
+                    f"dynamic_axes[{key!r}]: axis {axis} is out of range for output {key!r} of rank {rank}"
+                )
+            norm[a] = name
+        _set_dims(value, norm)
+
+
+def _set_dims(value: Any, axes: Mapping[int, str]) -> None:
+    import onnx_ir as ir
+
+    if value.shape is None:
+        return
+    dims = list(value.shape.dims)
+    for axis, name in axes.items():
+        dims[axis] = ir.SymbolicDim(name)
+    value.shape = ir.Shape(dims)
+
+
+def _rename_symbols(model: Any, mapping: Mapping[str, str]) -> None:
+    import onnx_ir as ir
+
+    if not mapping:
+        return
+
+    def sub(text: str) -> str:
+        return _SYMBOL.sub(lambda m: mapping.get(m.group(0), m.group(0)), text)
+
+    for value in _all_values(model):
+        if value.shape is None:
+            continue
+        dims = list(value.shape.dims)
+        changed = False
+        for i, dim in enumerate(dims):
+            if isinstance(dim, ir.SymbolicDim) and isinstance(dim.value, str):
+                new = mapping.get(dim.value) or sub(dim.value)
+                if new != dim.value:
+                    dims[i] = ir.SymbolicDim(new)
+                    changed = True
+        if changed:
+            value.shape = ir.Shape(dims)
+
+
+def _all_values(model: Any):
+    import onnx_ir as ir
+
+    graphs = [model.graph, *(f for f in model.functions.values())]
+    for graph in graphs:
+        yield from graph.inputs
+        yield from graph.initializers.values()
+        for node in ir.traversal.RecursiveGraphIterator(graph):
+            yield from node.outputs
+        yield from graph.outputs
+

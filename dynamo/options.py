@@ -1,0 +1,252 @@
+"""Translate the legacy options of an ``ExportRequest`` into the torch.export exporter's terms.
+
+Each legacy option is either given its old meaning here (recorded as a ``Translation``), or the
+call is refused before export with ``RouteFailed`` (``capabilities.legacy_only_reasons`` lists
+those, so the auto dispatcher never gets here with them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.errors import CompatTypeError, CompatValueError, RouteFailed
+from compat.request import TRAINING_MODES, ExportRequest, Translation
+
+from . import capabilities, training
+
+ROUTE = "dynamo"
+#: options without an ONX1xx catalog entry (export_params, keep_initializers_as_inputs, verbose,
+#: opset_version) are recorded under the default-exporter change
+NO_CODE = "ONX001"
+
+
+@dataclass
+class Plan:
+    """Arguments for ``torch.onnx.export(..., dynamo=True)`` and what to do around it.
+
+    ``translation_table`` is merged into ``custom_translation_table``; ``post_process`` callables
+    take the ONNXProgram, in order, before it is saved (the saved file then needs no extra
+    ``program.save`` arguments besides ``external_data``)."""
+
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] | None
+    export_kwargs: dict[str, Any]
+    translations: list[Translation] = field(default_factory=list)
+    model_mode: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
+    post_process: list[Callable[[Any], None]] = field(default_factory=list)
+    translation_table: dict[Any, Any] = field(default_factory=dict)
+
+    def record(self, code: str, option: str, action: str) -> None:
+        self.translations.append(Translation(code, option, action))
+
+
+def plan(req: ExportRequest) -> Plan:
+    """The torch.export call that gives every legacy option of ``req`` its legacy meaning."""
+    refuse_legacy_only(req)
+    given = req.given
+    out = Plan(
+        args=req.args,
+        kwargs=req.kwargs,
+        export_kwargs={
+            # legacy verbose=None/False printed nothing; the new exporter's None means chatty
+            "verbose": bool(req.verbose),
+            "input_names": list(req.input_names) if req.input_names else None,
+            "output_names": list(req.output_names) if req.output_names else None,
+            "opset_version": req.opset_version,
+            "dynamic_shapes": req.dynamic_shapes,
+            "report": req.report,
+            "optimize": req.optimize,
+            "verify": req.verify,
+            "profile": req.profile,
+            "dump_exported_program": req.dump_exported_program,
+            "artifacts_dir": req.artifacts_dir,
+        },
+    )
+    _dynamic_axes(req, out)
+    _training(req, out)
+    _constant_folding(req, out)
+    _custom_opsets(req, out)
+    _initializers(req, out)
+    _opset(req, out)
+    _verbose(req, out)
+    _checker(req, out)
+    for option, code, default in (
+        ("operator_export_type", "ONX103", "ONNX"),
+        ("export_modules_as_functions", "ONX106", False),
+        ("autograd_inlining", "ONX107", True),
+    ):
+        if option in given and getattr(req, option) == default:
+            out.record(code, option, f"{option}={default!r} is what the torch.export route does; dropped")
+    return out
+
+
+def refuse_legacy_only(req: ExportRequest) -> None:
+    """``route='dynamo'`` with an option only the TorchScript exporter honours: a clear error."""
+    reasons = capabilities.legacy_only_reasons(req)
+    if reasons:
+        code, reason = reasons[0]
+        raise RouteFailed(
+            ROUTE,
+            f"{code}: needs the TorchScript exporter",
+            CompatValueError(f"{reason}; use route='legacy' (dynamo=False) or route='auto'"),
+        )
+
+
+def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
+    if req.dynamic_axes is None:
+        return
+    if req.dynamic_shapes is not None:
+        out.record("ONX101", "dynamic_axes", "ignored: dynamic_shapes was given and takes precedence")
+        return
+    from . import dynamic_shapes
+
+    sp = dynamic_shapes.translate(
+        req.model, req.args, req.kwargs, req.dynamic_axes, req.input_names, req.output_names
+    )
+    out.args, out.kwargs = sp.args, sp.kwargs
+    out.export_kwargs["dynamic_shapes"] = sp.dynamic_shapes
+    names = sorted({a.name for a in sp.input_axes} | {n for axes in sp.output_axes.values() for n in axes.values()})
+    action = f"translated to dynamic_shapes (Dim.DYNAMIC per axis); dim_params named {names}"
+    if sp.enlarged:
+        action += f"; size-1 examples tiled to {dynamic_shapes.CAPTURE_SIZE} for capture on {sp.enlarged}"
+    if sp.unmatched:
+        action += f"; keys naming no input/output ignored with a warning: {sp.unmatched}"
+    out.record("ONX101", "dynamic_axes", action)
+    out.post_process.append(sp.rename)
+
+
+def _training(req: ExportRequest, out: Plan) -> None:
+    if req.training not in TRAINING_MODES:
+        raise CompatValueError(f"training={req.training!r}: expected EVAL, PRESERVE or TRAINING")
+    out.model_mode = functools.partial(training.model_mode, req.model, req.training)
+    train = training.exports_train_mode(req.model, req.training)
+    if train:
+        out.translation_table.update(training.translation_table())
+        action = (
+            "model captured in train mode (restored after); BatchNorm exported with batch statistics, "
+            "Dropout with training_mode=True"
+        )
+    elif req.training == "EVAL":
+        action = "model captured in eval mode (its own mode restored after)"
+    else:
+        action = "model captured in its own (eval) mode"
+    if "training" in req.given or train:
+        out.record("ONX102", "training", f"training={req.training}: {action}")
+
+
+def _constant_folding(req: ExportRequest, out: Plan) -> None:
+    if "do_constant_folding" not in req.given and req.do_constant_folding:
+        return
+    if req.do_constant_folding:
+        out.record("ONX104", "do_constant_folding", "True is the torch.export route's default (optimize=True); dropped")
+    elif "optimize" in req.given and req.optimize:
+        out.record("ONX104", "do_constant_folding", "False overridden by the explicit optimize=True")
+    else:
+        out.export_kwargs["optimize"] = False
+        out.record(
+            "ONX104",
+            "do_constant_folding",
+            "False: optimize=False, so parameters stay un-folded initializers under their own names",
+        )
+
+
+def _custom_opsets(req: ExportRequest, out: Plan) -> None:
+    opsets = req.custom_opsets
+    if opsets is None:
+        return
+    if not isinstance(opsets, Mapping):
+        raise CompatTypeError(f"custom_opsets must be a dict of domain -> version, got {type(opsets).__name__}")
+    for domain, version in opsets.items():
+        if not isinstance(domain, str) or isinstance(version, bool) or not isinstance(version, int):
+            raise CompatTypeError(f"custom_opsets[{domain!r}]: expected a str domain and an int version, got {version!r}")
+        if domain in ("", "ai.onnx"):
+            raise CompatValueError("custom_opsets cannot set the default ONNX domain; use opset_version")
+    if not opsets:
+        return
+    fixed = dict(opsets)
+
+    def set_opsets(program: Any) -> None:
+        program.model.opset_imports.update(fixed)
+        for fn in program.model.functions.values():
+            for domain, version in fixed.items():
+                if domain in fn.opset_imports:
+                    fn.opset_imports[domain] = version
+
+    out.post_process.append(set_opsets)
+    out.record("ONX105", "custom_opsets", f"opset imports set to {fixed}")
+
+
+def _initializers(req: ExportRequest, out: Plan) -> None:
+    keep = bool(req.keep_initializers_as_inputs)
+    if not req.export_params:
+        out.post_process.append(functools.partial(initializers_as_inputs, drop_data=True))
+        out.record(NO_CODE, "export_params",
+                   "False: parameters become graph inputs without data, as in the legacy exporter")
+    elif keep:
+        out.post_process.append(functools.partial(initializers_as_inputs, drop_data=False))
+        out.record(NO_CODE, "keep_initializers_as_inputs", "True: initializers also listed as graph inputs")
+    elif "keep_initializers_as_inputs" in req.given:
+        out.record(NO_CODE, "keep_initializers_as_inputs", "False is the torch.export route's default; dropped")
+
+
+def initializers_as_inputs(program: Any, drop_data: bool) -> None:
+    """List the initializers as graph inputs (legacy ``keep_initializers_as_inputs=True``); with
+    ``drop_data`` also drop their data (legacy ``export_params=False``)."""
+    graph = program.model.graph
+    present = {v.name for v in graph.inputs}
+    graph.inputs.extend(v for v in graph.initializers.values() if v.name not in present)
+    if drop_data:
+        graph.initializers.clear()
+
+
+def _opset(req: ExportRequest, out: Plan) -> None:
+    wanted = req.opset_version
+    if wanted is None:
+        return
+    from compat import torch_caps
+
+    if wanted < torch_caps.torchlib_min_opset():
+        out.record(NO_CODE, "opset_version",
+                   f"{wanted}: built at opset {torch_caps.torchlib_min_opset()} and converted down (checked)")
+
+    def check(program: Any) -> None:
+        got = program.model.opset_imports.get("", None)
+        if got != wanted:
+            raise RouteFailed(
+                ROUTE,
+                "opset conversion failed",
+                CompatValueError(
+                    f"opset_version={wanted}: the torch.export exporter could not convert its opset-{got} "
+                    "graph down (no version adapter for an operator); the TorchScript exporter builds it directly"
+                ),
+            )
+
+    out.post_process.append(check)
+
+
+def _verbose(req: ExportRequest, out: Plan) -> None:
+    if not req.verbose:
+        return
+
+    def show(program: Any) -> None:
+        print(program.model)
+
+    out.post_process.append(show)
+    out.record(NO_CODE, "verbose", "True: exporter progress and the ONNX graph are printed")
+
+
+def _checker(req: ExportRequest, out: Plan) -> None:
+    if not req.enable_onnx_checker:
+        return
+
+    def check(program: Any) -> None:
+        import onnx
+
+        onnx.checker.check_model(program.model_proto)
+
+    out.post_process.append(check)
+    out.record("ONX203", "enable_onnx_checker", "True: onnx.checker.check_model runs on the result")

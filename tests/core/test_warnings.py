@@ -1,0 +1,65 @@
+"""LegacyExportWarning: at the user's line, once per call site by default, errors in strict mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+import torch
+
+import compat
+from compat.errors import StrictModeError
+
+
+def test_warning_points_at_user_line_and_carries_code(small_net, tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compat.export(small_net, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy", do_constant_folding=True)  # noqa: E501
+        line = sys._getframe().f_lineno - 1
+    ours = [w for w in caught if issubclass(w.category, compat.LegacyExportWarning)]
+    assert [w.message.code for w in ours] == ["ONX104"]
+    assert ours[0].filename == __file__ and ours[0].lineno == line
+    text = str(ours[0].message)
+    assert "python -m compat.migrate --select ONX104 PATH" in text and "optimize=" in text
+    assert issubclass(compat.LegacyExportWarning, DeprecationWarning)
+
+
+def test_default_filter_shows_each_site_once(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""
+        import torch, compat
+        m = torch.nn.Linear(2, 2).eval()
+        for i in range(3):
+            compat.export(m, (torch.randn(1, 2),), f"a{i}.onnx", route="legacy", example_outputs=None, do_constant_folding=True)
+        compat.export(m, (torch.randn(1, 2),), "b.onnx", route="legacy", do_constant_folding=True)
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if "LegacyExportWarning" in ln]
+    assert sum("ONX104" in ln and "job.py:5" in ln for ln in lines) == 1  # 3 calls, one site
+    assert sum("ONX104" in ln and "job.py:6" in ln for ln in lines) == 1
+    # example_outputs=None is the old default: not a usage worth a warning
+    assert not any("ONX201" in ln for ln in lines)
+
+
+def test_strict_argument_raises_before_export(small_net, tmp_path):
+    target = tmp_path / "m.onnx"
+    with pytest.raises(StrictModeError, match="ONX104") as err:
+        compat.export(small_net, (torch.randn(2, 4),), target, strict=True, do_constant_folding=False)
+    assert err.value.code == "ONX104" and isinstance(err.value, TypeError)
+    assert not target.exists()
+
+
+def test_strict_env(small_net, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_STRICT", "1")
+    with pytest.raises(StrictModeError, match="ONX201"):
+        compat.export(small_net, (torch.randn(2, 4),), tmp_path / "m.onnx", example_outputs=torch.zeros(1))
+    # a modern call passes strict mode
+    compat.export(small_net, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy")
+    assert (tmp_path / "m.onnx").exists()
