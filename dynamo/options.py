@@ -73,7 +73,6 @@ def plan(req: ExportRequest) -> Plan:
     _initializers(req, out)
     _opset(req, out)
     _verbose(req, out)
-    _checker(req, out)
     for option, code, default in (
         ("operator_export_type", "ONX103", "ONNX"),
         ("export_modules_as_functions", "ONX106", False),
@@ -237,16 +236,3 @@ def _verbose(req: ExportRequest, out: Plan) -> None:
 
     out.post_process.append(show)
     out.record(NO_CODE, "verbose", "True: exporter progress and the ONNX graph are printed")
-
-
-def _checker(req: ExportRequest, out: Plan) -> None:
-    if not req.enable_onnx_checker:
-        return
-
-    def check(program: Any) -> None:
-        import onnx
-
-        onnx.checker.check_model(program.model_proto)
-
-    out.post_process.append(check)
-    out.record("ONX203", "enable_onnx_checker", "True: onnx.checker.check_model runs on the result")
