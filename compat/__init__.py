@@ -15,8 +15,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "export": ("compat.api", "export"),
     "last_outcome": ("compat.api", "last_outcome"),
-    "compare": ("compat.compare", "compare"),
-    "ParityReport": ("compat.compare", "ParityReport"),
+    "compare": ("compat.parity", "compare"),
+    "ParityReport": ("compat.parity", "ParityReport"),
     "register_custom_op_symbolic": ("compat.registry", "register_custom_op_symbolic"),
     "unregister_custom_op_symbolic": ("compat.registry", "unregister_custom_op_symbolic"),
     "patch": ("compat.patching", "patch"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -124,9 +125,22 @@ def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
         if ledger_path:
             ledger.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start))
         raise
+    parity = _maybe_compare(req, outcome)
     if ledger_path:
-        ledger.append(ledger_path, _record(req, route_plan, outcome, codes, failures, None, start))
+        record = _record(req, route_plan, outcome, codes, failures, None, start)
+        if parity is not None:
+            record["parity"] = parity
+        ledger.append(ledger_path, record)
     return outcome, (outcome.program if outcome.route == "dynamo" else None)
+
+
+def _maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None:
+    """``python -m compat run --compare``: also export on both routes and judge parity."""
+    if not os.environ.get(config.ENV_COMPARE):
+        return None
+    from .compare_hook import maybe_compare
+
+    return maybe_compare(req, outcome)
 
 
 def _save(outcome: Outcome, req: ExportRequest) -> str | None:

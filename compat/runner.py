@@ -40,7 +40,7 @@ def main(argv: Sequence[str]) -> int:
     if ns.ledger:
         os.environ[config.ENV_LEDGER] = os.path.abspath(ns.ledger)
     if ns.compare:
-        os.environ["TORCH_ONNX_COMPAT_COMPARE"] = "1"
+        os.environ[config.ENV_COMPARE] = "1"
     return run_script(ns.script, ns.args, summary=not ns.quiet)
 
 
@@ -68,6 +68,9 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
             sys.path[0] = old_path0
         if summary:
             print_summary()
+            from .compare_hook import print_parity_table
+
+            print_parity_table()
     return code
 
 

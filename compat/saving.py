@@ -1,14 +1,16 @@
-"""Atomic save of a route's result to ``f``: a temp folder beside the target, then os.replace.
+"""Atomic save of a route's result to ``f``: stage beside the target, then ``os.replace``.
 
 A failed save leaves any previous file at ``f`` untouched and no temp file behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-from typing import Any
+import threading
+from typing import Iterator
 
 from .request import ExportRequest, Outcome
 
@@ -16,25 +18,66 @@ PROTOBUF_LIMIT = 2**31 - 1  # a single ModelProto cannot be larger than 2 GB
 
 
 def save(outcome: Outcome, req: ExportRequest) -> str | None:
-    """Write the exported model to ``req.f``; returns a description of where it went."""
+    """Write the exported model to ``req.f``; returns where it went."""
     f = req.f
     if f is None:
         return None
     if not isinstance(f, (str, os.PathLike)):
-        f.write(_as_bytes(outcome, req))
+        f.write(_as_bytes(outcome))
         return f"<{type(f).__name__}>"
     target = os.path.abspath(os.fsdecode(os.fspath(f)))
+    if outcome.model_bytes is not None and not _external(outcome, req):
+        _replace_with_bytes(target, outcome.model_bytes)
+    else:
+        _replace_with_files(target, outcome, _external(outcome, req))
+    return target
+
+
+def _replace_with_bytes(target: str, data: bytes) -> None:
+    """One self-contained file: a temp file in the same folder, then one ``os.replace``."""
     folder, name = os.path.split(target)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    # O_EXCL: never write through a file or link someone else left at that name; mode 0o666
+    # lets the umask decide, as a plain open() of the target would
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _replace_with_files(target: str, outcome: Outcome, external: bool) -> None:
+    """A model plus its data file: both staged in a temp folder under their final names (the
+    .onnx refers to the data file by name), then moved, data first."""
+    folder, name = os.path.split(target)
+    with _staging(folder) as tmp:
+        staged = os.path.join(tmp, name)
+        if outcome.program is not None:
+            # export_params / keep_initializers_as_inputs are already applied to the program
+            outcome.program.save(staged, external_data=external)
+        else:
+            import onnx
+
+            onnx.save_model(
+                onnx.load_from_string(outcome.model_bytes), staged, save_as_external_data=True,
+                all_tensors_to_one_file=True, location=name + ".data", size_threshold=0,
+            )
+        written = sorted(os.listdir(tmp), key=lambda n: n == name)
+        for n in written:
+            os.replace(os.path.join(tmp, n), os.path.join(folder, n))
+
+
+@contextlib.contextmanager
+def _staging(folder: str) -> Iterator[str]:
     tmp = tempfile.mkdtemp(prefix=".compat-export-", dir=folder)
     try:
-        staged = os.path.join(tmp, name)
-        written = _write(outcome, req, staged)
-        # data files first, so the .onnx never points at data that is not there yet
-        for path in sorted(written, key=lambda p: p == staged):
-            os.replace(path, os.path.join(folder, os.path.relpath(path, tmp)))
+        yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def _external(outcome: Outcome, req: ExportRequest) -> bool:
@@ -53,32 +96,7 @@ def _size_estimate(outcome: Outcome) -> int:
         return 0
 
 
-def _as_bytes(outcome: Outcome, req: ExportRequest) -> bytes:
+def _as_bytes(outcome: Outcome) -> bytes:
     if outcome.model_bytes is not None:
         return outcome.model_bytes
     return outcome.program.model_proto.SerializeToString()
-
-
-def _write(outcome: Outcome, req: ExportRequest, staged: str) -> list[str]:
-    """Write into the staging folder; returns every file written."""
-    external = _external(outcome, req)
-    if outcome.program is not None:
-        # export_params / keep_initializers_as_inputs are already applied to the program's model
-        outcome.program.save(staged, external_data=external)
-    elif external:
-        import onnx
-
-        proto = onnx.load_from_string(outcome.model_bytes)
-        onnx.save_model(
-            proto, staged, save_as_external_data=True, all_tensors_to_one_file=True,
-            location=os.path.basename(staged) + ".data", size_threshold=0,
-        )
-    else:
-        with open(staged, "wb") as fh:
-            fh.write(outcome.model_bytes)
-    folder = os.path.dirname(staged)
-    return [os.path.join(folder, n) for n in os.listdir(folder)]
-
-
-def describe(outcome: Outcome) -> dict[str, Any]:
-    return {"route": outcome.route, "output": outcome.output}

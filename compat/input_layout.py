@@ -1,0 +1,187 @@
+"""The inputs of one export call as the graph sees them: leaves in forward() order, their names,
+their dynamic axes, and inputs regenerated at other sizes along those axes.
+
+Used by ``compat.parity`` (probing other sizes) and ``compat.route_memory`` (keys that wildcard
+dynamic axes). Imports torch on use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .request import ExportRequest
+
+
+@dataclass
+class InputLayout:
+    """The call's leaves in graph-input order, their names, dynamic axes ``{leaf: {axis: name}}``
+    and how to rebuild ``(args, kwargs)`` from replaced leaves."""
+
+    leaves: list[Any]
+    names: list[str | None]
+    axes: dict[int, dict[int, str]]
+    rebuild: Callable[[list[Any]], tuple[tuple[Any, ...], dict[str, Any]]]
+
+    def tensor_indices(self) -> list[int]:
+        return [i for i, x in enumerate(self.leaves) if _is_tensor(x)]
+
+    def axis_sizes(self) -> dict[str, int]:
+        """Example size of each named dynamic axis."""
+        out: dict[str, int] = {}
+        for i, axes in self.axes.items():
+            for axis, name in axes.items():
+                out.setdefault(name, int(self.leaves[i].shape[axis]))
+        return out
+
+
+def _is_tensor(x: Any) -> bool:
+    import torch
+
+    return isinstance(x, torch.Tensor)
+
+
+def input_layout(req: ExportRequest) -> InputLayout:
+    """Leaves of ``req``'s call in forward() signature order (the legacy graph-input order)."""
+    from torch.utils import _pytree
+
+    from dynamo import dynamic_shapes as ds
+
+    kwargs = dict(req.kwargs or {})
+    try:
+        params = ds.signature_order(req.model, tuple(req.args), kwargs)
+    except Exception:  # noqa: BLE001 - unbindable call: keep the given order, no names
+        params = [ds.Param(f"arg{i}", "pos", a) for i, a in enumerate(req.args)]
+        params += [ds.Param(k, "kw", v) for k, v in kwargs.items()]
+    flat: list[tuple[list[Any], Any]] = [_pytree.tree_flatten(p.value) for p in params]
+    leaves: list[Any] = [x for values, _ in flat for x in values]
+    owners = [i for i, (values, _) in enumerate(flat) for _ in values]
+
+    tensor_ix = [i for i, x in enumerate(leaves) if _is_tensor(x)]
+    names: list[str | None] = [None] * len(leaves)
+    given = list(req.input_names or ())
+    for n, i in enumerate(tensor_ix):
+        p = params[owners[i]]
+        if n < len(given):
+            names[i] = given[n]
+        elif p.kind in ("pos", "kw") and _is_tensor(p.value):
+            names[i] = p.name
+
+    axes: dict[int, dict[int, str]] = {}
+    if req.dynamic_axes:
+        by_name = {nm: i for i, nm in enumerate(names) if nm is not None}
+        for key, spec in req.dynamic_axes.items():
+            i = by_name.get(key)
+            if i is None:
+                continue
+            rank = leaves[i].dim()
+            items = spec.items() if isinstance(spec, Mapping) else (
+                (a, f"{key}_dynamic_axes_{n + 1}") for n, a in enumerate(spec))
+            for a, nm in items:
+                axes.setdefault(i, {})[a + rank if a < 0 else a] = str(nm)
+    elif req.dynamic_shapes is not None:
+        axes = _axes_from_dynamic_shapes(req.dynamic_shapes, params, flat)
+
+    def rebuild(new_leaves: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        it = iter(new_leaves)
+        new_params = []
+        for p, (values, spec) in zip(params, flat):
+            value = _pytree.tree_unflatten([next(it) for _ in values], spec)
+            new_params.append(ds.Param(p.name, p.kind, value))
+        return ds.call_of(new_params)
+
+    return InputLayout(leaves, names, axes, rebuild)
+
+
+def _axes_from_dynamic_shapes(dynamic_shapes: Any, params: list[Any], flat: list[Any]) -> dict[int, dict[int, str]]:
+    """``{leaf: {axis: name}}`` from a ``dynamic_shapes`` spec (dict by parameter name, or by position)."""
+    axes: dict[int, dict[int, str]] = {}
+    base = 0
+    for n, (p, (values, _)) in enumerate(zip(params, flat)):
+        if isinstance(dynamic_shapes, Mapping):
+            spec = dynamic_shapes.get(p.name)
+        elif isinstance(dynamic_shapes, (list, tuple)) and n < len(dynamic_shapes):
+            spec = dynamic_shapes[n]
+        else:
+            spec = None
+        found: list[dict[int, str]] = []
+        if spec is not None and _match_spec(p.value, spec, p.name, found):
+            for k, ax in enumerate(found):
+                if ax:
+                    axes[base + k] = ax
+        base += len(values)
+    return axes
+
+
+def _match_spec(value: Any, spec: Any, path: str, out: list[dict[int, str]]) -> bool:
+    """Walk ``value`` and ``spec`` together in pytree leaf order; one ``{axis: name}`` per leaf."""
+    if _is_tensor(value):
+        if spec is None:
+            items: list[tuple[int, Any]] = []
+        elif isinstance(spec, Mapping):
+            items = list(spec.items())
+        elif isinstance(spec, (list, tuple)):
+            items = list(enumerate(spec))
+        else:
+            return False
+        out.append({
+            a + value.dim() if a < 0 else a: _dim_name(d, f"{path}.{a}")
+            for a, d in items if d is not None and not _is_static(d)
+        })
+        return True
+    if isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)) and len(value) == len(spec):
+        return all(_match_spec(v, s, f"{path}.{i}", out) for i, (v, s) in enumerate(zip(value, spec)))
+    if isinstance(value, Mapping) and isinstance(spec, Mapping):
+        return all(_match_spec(v, spec.get(k), f"{path}.{k}", out) for k, v in value.items())
+    if not isinstance(value, (list, tuple, Mapping)):
+        out.append({})
+        return True
+    return False
+
+
+def _is_static(dim: Any) -> bool:
+    return isinstance(dim, int) or getattr(dim, "name", None) == "STATIC"
+
+
+def _dim_name(dim: Any, fallback: str) -> str:
+    name = getattr(dim, "__name__", None)
+    return name if isinstance(name, str) and name else fallback
+
+
+def default_probes(sizes: Mapping[str, int]) -> list[dict[str, int]]:
+    """Each named axis alone at example+1, then (with several axes) all at example+2."""
+    probes = [{name: s + 1} for name, s in sizes.items()]
+    if len(sizes) > 1:
+        probes.append({name: s + 2 for name, s in sizes.items()})
+    return probes
+
+
+def resized_leaves(layout: InputLayout, sizes: Mapping[str, int], seed: int = 0) -> list[Any]:
+    """The example leaves with the named axes resized: floats drawn like the example (its mean and
+    std), integer/bool inputs (ids, masks) cycled from the example so their values stay valid."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    out = list(layout.leaves)
+    for i, axes in layout.axes.items():
+        t = layout.leaves[i]
+        targets = {a: sizes[n] for a, n in axes.items() if n in sizes}
+        if not targets:
+            continue
+        if t.is_floating_point() or t.is_complex():
+            shape = [targets.get(a, d) for a, d in enumerate(t.shape)]
+            std = float(t.float().std()) if t.numel() > 1 else 1.0
+            mean = float(t.float().mean()) if t.numel() else 0.0
+            new = torch.randn(shape, generator=gen) * (std or 1.0) + mean
+            out[i] = new.to(t.dtype)
+        else:
+            new = t
+            for a, size in targets.items():
+                index = torch.arange(size) % max(int(t.shape[a]), 1)
+                new = new.index_select(a, index)
+            out[i] = new.contiguous()
+    return out
+
+
+# --- the comparison -----------------------------------------------------------------------------

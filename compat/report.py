@@ -1,0 +1,213 @@
+"""``python -m compat report LEDGER... [--format markdown|json]``: merge export ledgers (e.g. one
+per CI shard) into a migration report: calls per route, fallbacks by reason class, call sites still
+on the TorchScript route and why, legacy usages per ONX code, parity verdicts.
+
+No torch import: this runs in lint jobs and starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from . import ledger
+
+REMEMBERED = "remembered fallback: "
+LEGACY_ONLY = "routed to the TorchScript exporter"
+
+
+def reason_classes(record: dict[str, Any]) -> list[str]:
+    """The reason classes of a record's fallback (``dynamo: X`` → ``X``)."""
+    reason = record.get("fallback_reason") or ""
+    if not reason:
+        return []
+    reason = reason.removeprefix(REMEMBERED)
+    codes = sorted({t.get("code", "") for t in record.get("translations") or []
+                    if isinstance(t, dict) and str(t.get("action", "")).startswith(LEGACY_ONLY)})
+    if codes and not reason.startswith(("dynamo:", "legacy:")):
+        return [f"option only the TorchScript exporter honours ({c})" for c in codes]
+    classes: list[str] = []
+    for part in reason.split("; "):
+        route, sep, rest = part.partition(": ")
+        cls = rest if sep and route in ("dynamo", "legacy") else part
+        if route == "legacy" and sep:
+            continue  # the legacy route's own failure is not why the call is on it
+        if cls and cls not in classes:
+            classes.append(cls)
+    return classes or [reason]
+
+
+def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dict[str, Any]:
+    """The report as plain data (what ``--format json`` prints)."""
+    calls = 0
+    status: Counter[str] = Counter()
+    by_route: Counter[str] = Counter()
+    fallbacks: dict[str, dict[str, Any]] = {}
+    legacy_sites: dict[str, dict[str, Any]] = {}
+    usages: dict[str, dict[str, Any]] = {}
+    verdicts: Counter[str] = Counter()
+    parity_findings: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
+    fallback_calls = 0
+    for rec in records:
+        calls += 1
+        site = str(rec.get("call_site") or "<unknown>")
+        ok = rec.get("status", "ok") == "ok"
+        status[rec.get("status") or "ok"] += 1
+        route = rec.get("route_taken") if ok else None
+        by_route[route or "failed"] += 1
+        if not ok:
+            failures.append({"call_site": site, "model": rec.get("model"), "error": rec.get("error")})
+        reasons = reason_classes(rec) if route == "legacy" or not ok else []
+        remembered = str(rec.get("fallback_reason") or "").startswith(REMEMBERED)
+        if route == "legacy" and rec.get("route_requested") == "auto":
+            fallback_calls += 1
+            for cls in reasons:
+                g = fallbacks.setdefault(cls, {"reason": cls, "calls": 0, "remembered": 0, "call_sites": []})
+                g["calls"] += 1
+                g["remembered"] += remembered
+                if site not in g["call_sites"]:
+                    g["call_sites"].append(site)
+        if route == "legacy":
+            why = reasons if rec.get("route_requested") == "auto" else [
+                f"route '{rec.get('route_requested')}' requested (call, environment or pyproject)"]
+            s = legacy_sites.setdefault(site, {"call_site": site, "models": [], "calls": 0, "reasons": []})
+            s["calls"] += 1
+            if rec.get("model") and rec["model"] not in s["models"]:
+                s["models"].append(rec["model"])
+            s["reasons"] += [r for r in why if r not in s["reasons"]]
+        for code in rec.get("warnings") or []:
+            u = usages.setdefault(code, {"code": code, "calls": 0, "call_sites": []})
+            u["calls"] += 1
+            if site not in u["call_sites"]:
+                u["call_sites"].append(site)
+        parity = rec.get("parity")
+        if isinstance(parity, dict) and parity.get("verdict"):
+            verdicts[parity["verdict"]] += 1
+            if parity["verdict"] != "equivalent":
+                parity_findings.append({
+                    "call_site": site, "model": rec.get("model"), "verdict": parity["verdict"],
+                    "differences": list(parity.get("differences") or []),
+                })
+    titles = _titles(usages)
+    for code, u in usages.items():
+        u["title"] = titles.get(code, "")
+    return {
+        "ledgers": list(sources),
+        "calls": calls,
+        "status": dict(status),
+        "by_route": dict(by_route),
+        "fallbacks": {
+            "calls": fallback_calls,
+            "by_reason": sorted(fallbacks.values(), key=lambda g: (-g["calls"], g["reason"])),
+        },
+        "legacy_call_sites": sorted(legacy_sites.values(), key=lambda s: (-s["calls"], s["call_site"])),
+        "legacy_usages": [usages[c] for c in sorted(usages)],
+        "parity": {"checked": sum(verdicts.values()), "by_verdict": dict(verdicts), "findings": parity_findings},
+        "failures": failures,
+    }
+
+
+def _titles(codes: Iterable[str]) -> dict[str, str]:
+    from . import catalog
+
+    out: dict[str, str] = {}
+    for code in codes:
+        try:
+            out[code] = catalog.get(code).summary
+        except KeyError:  # a code from an older or newer compat
+            out[code] = ""
+    return out
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    """What a team pastes into its migration tracking issue."""
+    n = report["calls"]
+    lines = ["## torch.onnx export migration report", ""]
+    lines.append(f"{n} export call(s) from {len(report['ledgers'])} ledger(s).")
+    lines += ["", "| route taken | calls | share |", "|---|---:|---:|"]
+    for route, count in sorted(report["by_route"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {route} | {count} | {count / n:.0%} |" if n else f"| {route} | {count} | - |")
+    fb = report["fallbacks"]["by_reason"]
+    lines += ["", "### Fallbacks to the TorchScript route, by reason", ""]
+    if fb:
+        lines += [f"{report['fallbacks']['calls']} auto-routed call(s) took the TorchScript route.", ""]
+    if fb:
+        lines += ["| reason | calls | of which remembered | call sites |", "|---|---:|---:|---|"]
+        for g in fb:
+            lines.append(f"| {_cell(g['reason'])} | {g['calls']} | {g['remembered']} | {_sites(g['call_sites'])} |")
+    else:
+        lines.append("None.")
+    lines += ["", "### Call sites still on the TorchScript route", ""]
+    if report["legacy_call_sites"]:
+        lines += ["| call site | model | calls | why |", "|---|---|---:|---|"]
+        for s in report["legacy_call_sites"]:
+            lines.append(f"| `{s['call_site']}` | {', '.join(f'`{m}`' for m in s['models'])} | {s['calls']} "
+                         f"| {_cell('; '.join(s['reasons']) or '-')} |")
+    else:
+        lines.append("None: every call takes the torch.export route.")
+    lines += ["", "### Legacy usages (ONX codes)", ""]
+    if report["legacy_usages"]:
+        lines += ["| code | usage | calls | call sites |", "|---|---|---:|---|"]
+        for u in report["legacy_usages"]:
+            lines.append(f"| {u['code']} | {_cell(u['title'])} | {u['calls']} | {_sites(u['call_sites'])} |")
+    else:
+        lines.append("None.")
+    parity = report["parity"]
+    lines += ["", "### Parity of the two routes", ""]
+    if parity["checked"]:
+        lines.append(", ".join(f"{v}: {c}" for v, c in sorted(parity["by_verdict"].items()))
+                     + f" (of {parity['checked']} compared call(s)).")
+        for f in parity["findings"]:
+            lines.append(f"- `{f['call_site']}` (`{f['model']}`): **{f['verdict']}**")
+            lines += [f"  - {_cell(d, 300)}" for d in f["differences"][:5]]
+    else:
+        lines.append("No call was compared (run with `python -m compat run --compare`).")
+    if report["failures"]:
+        lines += ["", "### Failed exports", ""]
+        lines += [f"- `{f['call_site']}` (`{f['model']}`): {_cell(f['error'] or '', 300)}" for f in report["failures"]]
+    lines.append("")
+    return "\n".join(lines)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _cell(text: str, limit: int = 200) -> str:
+    text = " ".join(_ANSI.sub("", str(text)).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _sites(sites: list[str], limit: int = 5) -> str:
+    shown = ", ".join(f"`{s}`" for s in sites[:limit])
+    return shown + (f" and {len(sites) - limit} more" if len(sites) > limit else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m compat report",
+                                description="Merge export ledgers into a migration report.")
+    p.add_argument("ledgers", nargs="+", metavar="LEDGER", help="JSONL ledgers (e.g. one per CI shard)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--output", "-o", metavar="PATH", help="write the report to PATH instead of stdout")
+    try:
+        ns = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    try:
+        records = list(ledger.read(ns.ledgers))
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"python -m compat report: cannot read ledger: {exc}", file=sys.stderr)
+        return 2
+    report = build(records, ns.ledgers)
+    text = json.dumps(report, indent=2, sort_keys=True) + "\n" if ns.format == "json" else to_markdown(report)
+    if ns.output:
+        with open(ns.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0

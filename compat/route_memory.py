@@ -1,0 +1,224 @@
+"""Route memory: auto exports that fell back to the TorchScript route skip torch.export next time.
+
+One JSON file per key in ``$TORCH_ONNX_COMPAT_CACHE_DIR/route-memory/`` (default: the user's
+cache folder). The key hashes the model class, the input signature (dtypes and shapes of the
+tensor inputs, dynamic axes wildcarded), the options that shape the export, and the torch and
+compat versions, so an upgrade of either starts from a clean memory. Entries are written to a
+temp file and ``os.replace``d, so concurrent processes never see half a file. A corrupt or
+unwritable cache only warns: route memory never fails an export.
+
+Set ``TORCH_ONNX_COMPAT_CACHE_DIR`` to ``""``, ``off`` or ``0`` to turn it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .config import ENV_CACHE_DIR
+from .request import ExportRequest
+
+SCHEMA = 1
+SUBDIR = "route-memory"
+_OFF = {"", "off", "0", "false", "no", "none"}
+
+#: request fields that do not change what the exporters produce (or are part of the key already)
+_NOT_KEYED = frozenset({
+    "model", "args", "kwargs", "f", "call_site", "given", "usages", "route", "strict", "verbose",
+    "report", "profile", "dump_exported_program", "artifacts_dir", "verify",
+})
+
+
+class RouteMemoryWarning(UserWarning):
+    """The route-memory cache could not be read or written; the export went on without it."""
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or None when route memory is turned off (read at call time)."""
+    value = os.environ.get(ENV_CACHE_DIR)
+    if value is not None:
+        if value.strip().lower() in _OFF:
+            return None
+        return Path(value).expanduser()
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        base = Path(os.environ["LOCALAPPDATA"])
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "torch-onnx-compat"
+
+
+def versions() -> dict[str, str]:
+    """The versions a memory entry is valid for."""
+    from . import __version__, torch_caps
+
+    return {"torch": torch_caps.torch_version_str(), "compat": __version__}
+
+
+def key_fields(req: ExportRequest) -> dict[str, Any]:
+    """What identifies an export for route memory (JSON-able)."""
+    cls = type(req.model)
+    return {
+        "schema": SCHEMA,
+        "model": f"{cls.__module__}.{cls.__qualname__}",
+        "inputs": input_signature(req),
+        "options": {
+            name: _stable(getattr(req, name))
+            for name in sorted(req.__dataclass_fields__) if name not in _NOT_KEYED
+        },
+        **versions(),
+    }
+
+
+def key(req: ExportRequest) -> str:
+    blob = json.dumps(key_fields(req), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def entry_path(req: ExportRequest) -> Path | None:
+    """Where the entry for ``req`` lives (None when route memory is off)."""
+    folder = cache_dir()
+    return None if folder is None else folder / SUBDIR / f"{key(req)}.json"
+
+
+def lookup(req: ExportRequest) -> str | None:
+    """The remembered reason the torch.export route failed for ``req``, or None."""
+    try:
+        path = entry_path(req)
+    except Exception as exc:  # noqa: BLE001 - an unhashable request just means no memory
+        _warn(f"route memory skipped: cannot key this export ({type(exc).__name__}: {exc})")
+        return None
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):  # nothing remembered (remember() warns)
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        _warn(f"route memory at {path} is unreadable and was ignored ({type(exc).__name__}: {exc})")
+        return None
+    try:
+        entry = json.loads(text)
+        reason = entry["reason"]
+        valid = entry.get("schema") == SCHEMA and path.stem == entry["key"] and isinstance(reason, str)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        valid = False
+    if not valid:
+        _warn(f"route memory entry {path} is corrupt and was ignored; it is rewritten on the next fallback")
+        return None
+    if any(entry.get(k) != v for k, v in versions().items()):
+        return None
+    return reason
+
+
+def remember(req: ExportRequest, reason: str) -> None:
+    """Record that torch.export failed for ``req`` (atomically; warns instead of raising)."""
+    try:
+        path = entry_path(req)
+        fields = key_fields(req)
+    except Exception as exc:  # noqa: BLE001
+        _warn(f"route memory skipped: cannot key this export ({type(exc).__name__}: {exc})")
+        return
+    if path is None:
+        return
+    entry = {**fields, "key": path.stem, "reason": reason, "created": time.time(),
+             "call_site": req.call_site}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(path, json.dumps(entry, sort_keys=True, default=str))
+    except OSError as exc:
+        _warn(f"route memory could not be written to {path.parent} ({type(exc).__name__}: {exc}); "
+              f"set {ENV_CACHE_DIR} to a writable folder, or to 'off'")
+
+
+def forget(req: ExportRequest) -> bool:
+    """Drop the entry for ``req``; True when there was one."""
+    path = entry_path(req)
+    try:
+        if path is not None:
+            path.unlink()
+            return True
+    except OSError:
+        pass
+    return False
+
+
+def clear() -> int:
+    """Remove every entry (all versions); returns how many."""
+    folder = cache_dir()
+    if folder is None:
+        return 0
+    count = 0
+    for p in (folder / SUBDIR).glob("*.json"):
+        try:
+            p.unlink()
+            count += 1
+        except OSError:
+            pass
+    return count
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _warn(message: str) -> None:
+    """Warn at the user's export call (default filters then show it once per call site)."""
+    from . import notices
+
+    notices.emit(RouteMemoryWarning(message), notices.find_call_site())
+
+
+# --- the input signature ------------------------------------------------------------------------
+
+def input_signature(req: ExportRequest) -> list[str]:
+    """``dtype[d0,d1,...]`` per tensor input (``*`` on dynamic axes); type/value of other leaves."""
+    from .input_layout import input_layout
+
+    layout = input_layout(req)
+    out: list[str] = []
+    for i, leaf in enumerate(layout.leaves):
+        if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+            axes = layout.axes.get(i, {})
+            dims = ",".join("*" if a in axes else str(int(d)) for a, d in enumerate(leaf.shape))
+            out.append(f"{str(leaf.dtype).replace('torch.', '')}[{dims}]")
+        else:
+            out.append(f"{type(leaf).__qualname__}:{_stable(leaf)}")
+    return out
+
+
+def _stable(value: Any) -> Any:
+    """A JSON-able value that is the same in every process for the same option."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(_stable(k)): _stable(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        return sorted(str(_stable(v)) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_stable(v) for v in value]
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{value.dtype}{list(value.shape)}"
+    qualname = getattr(value, "__qualname__", None)
+    if qualname is not None:
+        return f"{getattr(value, '__module__', '')}.{qualname}"
+    text = repr(value)
+    return type(value).__qualname__ if " at 0x" in text else text
