@@ -25,7 +25,6 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(VPY) -m ruff check compat legacy dynamo migration benchmarks
-	$(VPY) -m compat.migrate --check examples/migrated || true
 
 clean:
 	rm -rf $(VENV) .pytest_cache build dist

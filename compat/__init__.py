@@ -24,7 +24,7 @@ _LAZY = {
     "Outcome": ("compat.request", "Outcome"),
 }
 
-__all__ = ["CompatError", "ExportFailed", "LegacyExportWarning", "__version__", *_LAZY]
+__all__ = ["CompatError", "ExportFailed", "LegacyExportWarning", "__version__"] + list(_LAZY)
 
 
 def __getattr__(name: str) -> Any:

@@ -8,8 +8,9 @@ the rewriter and lint jobs use it where torch is not installed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Literal
+from typing import Literal
 
 Applicability = Literal["safe", "unsafe", "none"]
 

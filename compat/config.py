@@ -67,8 +67,10 @@ def env_ledger() -> str | None:
     return os.environ.get(ENV_LEDGER) or None
 
 
+@functools.lru_cache(maxsize=256)
 def find_pyproject(start: str) -> str | None:
-    """The nearest pyproject.toml at or above ``start`` (a folder)."""
+    """The nearest pyproject.toml at or above ``start`` (a folder); looked up once per folder
+    and process (its content is re-read when it changes)."""
     folder = os.path.abspath(start)
     while True:
         candidate = os.path.join(folder, "pyproject.toml")
@@ -129,9 +131,9 @@ def resolve_route(
     project = load_project(_start_folder(call_site))
     best: tuple[int, str] | None = None
     for pattern, route in project.routes.items():
-        if any(fnmatch.fnmatchcase(m, pattern) for m in modules if m):
-            if best is None or len(pattern) > best[0]:
-                best = (len(pattern), route)
+        matches = any(fnmatch.fnmatchcase(m, pattern) for m in modules if m)
+        if matches and (best is None or len(pattern) > best[0]):
+            best = (len(pattern), route)
     if best is not None:
         return best[1], "pyproject-rule"
     if project.route is not None:

@@ -152,7 +152,7 @@ def _save(outcome: Outcome, req: ExportRequest) -> str | None:
 def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
     from .model_state import preserved
 
-    with _LOCK, preserved(req.model):
+    with _LOCK, preserved(req.model, will_train=req.training == "TRAINING"):
         for name in route_plan.routes:
             module = _route_module(name)
             try:

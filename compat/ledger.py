@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 FIELDS = (
     "call_site", "route_requested", "route_taken", "fallback_reason", "translations",

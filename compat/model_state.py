@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 @contextlib.contextmanager
-def preserved(model: Any) -> Iterator[None]:
+def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
     """Restore every submodule's training flag and every buffer's value, whatever happens.
 
-    Buffers are copied (BatchNorm running statistics move on a train-mode forward); parameters
-    are not, since no route writes to them.
+    Buffers are copied (BatchNorm running statistics move on a train-mode forward) unless no
+    forward can run in train mode: the whole model is in eval mode and ``will_train`` is False.
+    Parameters are not copied, since no route writes to them.
     """
     import torch
 
@@ -20,7 +22,8 @@ def preserved(model: Any) -> Iterator[None]:
         return
     modules = list(model.modules())
     flags = [m.training for m in modules]
-    buffers = [(b, b._version, b.detach().clone()) for b in model.buffers()]
+    may_change = will_train or any(flags)
+    buffers = [(b, b._version, b.detach().clone()) for b in model.buffers()] if may_change else []
     try:
         yield
     finally:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, Iterable
+from typing import Any
 
 from . import catalog
 from .errors import LegacyExportWarning, StrictModeError

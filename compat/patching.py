@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from . import catalog, notices, torch_api
 
@@ -190,11 +191,11 @@ def installed() -> bool:
 class patch(contextlib.ContextDecorator):
     """``with compat.patch(): ...`` or ``p = compat.patch(); p.install(); ...; p.uninstall()``."""
 
-    def __enter__(self) -> "patch":
+    def __enter__(self) -> patch:  # noqa: PYI034 - patch is not meant to be subclassed
         install()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         uninstall()
 
     install = staticmethod(install)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 ROUTES = ("auto", "dynamo", "legacy")
 TRAINING_MODES = ("EVAL", "PRESERVE", "TRAINING")
@@ -78,7 +79,7 @@ class ExportRequest:
     given: frozenset[str] = frozenset()
     usages: tuple[Usage, ...] = ()
 
-    def replace(self, **changes: Any) -> "ExportRequest":
+    def replace(self, **changes: Any) -> ExportRequest:
         return dataclasses.replace(self, **changes)
 
     @property

@@ -6,7 +6,7 @@ import argparse
 import os
 import runpy
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import config
 

@@ -10,7 +10,7 @@ import os
 import shutil
 import tempfile
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from .request import ExportRequest, Outcome
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import difflib
 import io
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .errors import CompatFileNotFoundError, CompatTypeError, CompatValueError
 from .request import OPERATOR_EXPORT_TYPES, ROUTES, TRAINING_MODES, ExportRequest, Usage
@@ -115,9 +116,9 @@ def _build(
 
     fields: dict[str, Any] = {}
     given = set(opts)
-    for name in opts:
+    for name, value in opts.items():
         code = OPTION_CODES.get(name)
-        if code and _is_legacy_usage(name, opts[name]):
+        if code and _is_legacy_usage(name, value):
             usages.append(Usage(code, name))
     if entry != "compat.export" and "dynamo" not in opts and "fallback" not in opts:
         usages.append(Usage("ONX001", "dynamo", f"{entry} without dynamo="))

@@ -5,7 +5,8 @@ Routes call these, never ``torch.onnx.export`` directly: under the patch that na
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _ORIGINALS: dict[str, Any] = {}
 _MISSING = object()

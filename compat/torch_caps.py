@@ -12,7 +12,7 @@ import importlib.util
 from packaging.version import Version
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def torch_version() -> Version:
     """The installed torch's release (local tags such as ``+cpu`` dropped)."""
     import torch
@@ -30,7 +30,7 @@ def at_least(version: str) -> bool:
     return torch_version() >= Version(version)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_torchscript_exporter() -> bool:
     """True when torch still ships the TorchScript-based ONNX exporter."""
     if importlib.util.find_spec("torch") is None:
@@ -47,7 +47,7 @@ def has_torchscript_exporter() -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_dynamo_exporter() -> bool:
     """True when torch has the torch.export-based exporter (torch >= 2.5 with onnxscript)."""
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("onnxscript") is None:
@@ -108,13 +108,13 @@ def _has_attr(module: str, attr: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_legacy_symbolic_registry() -> bool:
     """torch's TorchScript symbolic registry (where ``register_custom_op_symbolic`` writes)."""
     return all(_has_attr(m, a) for m, a in SYMBOLICS_INTERNALS[3:])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_legacy_graph_context() -> bool:
     """The TorchScript ``GraphContext`` (``g``) legacy symbolics are written against."""
     return all(_has_attr(m, a) for m, a in SYMBOLICS_INTERNALS[1:3]) and hasattr(
@@ -122,7 +122,7 @@ def has_legacy_graph_context() -> bool:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_exporter_tracer() -> bool:
     """The new exporter's node recorder that custom translations append ONNX IR nodes to."""
     return has_dynamo_exporter() and _has_attr(*SYMBOLICS_INTERNALS[0])

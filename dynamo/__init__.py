@@ -18,14 +18,14 @@ def available() -> bool:
     return torch_caps.has_dynamo_exporter()
 
 
-def legacy_only_reasons(req: "ExportRequest") -> list[tuple[str, str]]:
+def legacy_only_reasons(req: ExportRequest) -> list[tuple[str, str]]:
     """(code, reason) for each thing in ``req`` only the TorchScript route honours."""
     from .capabilities import legacy_only_reasons as _reasons
 
     return _reasons(req)
 
 
-def export(req: "ExportRequest") -> "Outcome":
+def export(req: ExportRequest) -> Outcome:
     """Export ``req`` with torch's torch.export-based exporter; raises ``RouteFailed``."""
     from .route import export as _export
 

@@ -52,7 +52,7 @@ def export(req: ExportRequest) -> Outcome:
             outcome.translations.extend(sym.translations)
     except (RouteFailed, CompatError):
         raise
-    except Exception as exc:  # noqa: BLE001 - every exporter failure becomes a route failure
+    except Exception as exc:
         raise RouteFailed(ROUTE, classify(exc), exc) from exc
     outcome.program = program
     outcome.duration_s = time.perf_counter() - start
@@ -76,4 +76,4 @@ def classify(exc: BaseException) -> str:
     return f"torch.export failed ({type(exc).__name__})"
 
 
-__all__ = ["export", "classify", "Translation"]
+__all__ = ["Translation", "classify", "export"]

@@ -18,7 +18,7 @@ def available() -> bool:
     return torch_caps.has_torchscript_exporter()
 
 
-def export(req: "ExportRequest") -> "Outcome":
+def export(req: ExportRequest) -> Outcome:
     """Export ``req`` with torch's TorchScript exporter; raises ``RouteFailed``."""
     from .route import export as _export
 

@@ -36,7 +36,7 @@ def export(req: ExportRequest) -> Outcome:
             req.model, req.args, buf, kwargs=dict(req.kwargs) if req.kwargs else None,
             **_options(req, torch),
         )
-    except Exception as exc:  # noqa: BLE001 - every exporter failure becomes a route failure
+    except Exception as exc:
         raise RouteFailed(ROUTE, f"TorchScript export failed ({type(exc).__name__})", exc) from exc
     outcome.model_bytes = buf.getvalue()
     outcome.duration_s = time.perf_counter() - start
