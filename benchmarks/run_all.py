@@ -54,6 +54,13 @@ def rows_of(result: Any) -> list[tuple[str, float, str]]:
     return out
 
 
+def facts_of(result: Any) -> list[tuple[str, bool]]:
+    """Yes/no findings a benchmark reports beside its ratios (e.g. ``runs_other_sizes_legacy``)."""
+    if not isinstance(result, dict):
+        return []
+    return [(k, v) for k, v in result.items() if isinstance(v, bool)]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="run every benchmarks/bench_*.py and collect the ratios")
     p.add_argument("--quick", action="store_true", help="fewer repetitions where a benchmark supports it")
@@ -64,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in (*EXPECTED, *sorted(set(found) - set(EXPECTED))) if not ns.only or n in ns.only]
     results: dict[str, Any] = {}
     table: list[tuple[str, str, float, str]] = []
+    facts: list[tuple[str, str, bool]] = []
     start = time.perf_counter()
     for name in names:
         if name not in found:
@@ -82,11 +90,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{name}] done in {elapsed:.0f} s", flush=True)
         results[name] = result
         table += [(name, *row) for row in rows_of(result)]
+        facts += [(name, *fact) for fact in facts_of(result)]
     total = time.perf_counter() - start
     print("\nside-by-side ratios (medians of alternating runs in this process)")
     width = max((len(r[1]) for r in table), default=20)
     for bench, row, value, note in table:
         print(f"  {bench:<18} {row:<{width}}  {value:>8.3f}  {note}")
+    if facts:
+        print("\nfindings")
+        for bench, key, value in facts:
+            print(f"  {bench:<18} {key:<{width}}  {'yes' if value else 'no':>8}")
     print(f"\n{len(table)} ratio(s) from {sum(1 for r in results.values() if 'ratios' in r or rows_of(r))} "
           f"benchmark(s) in {total:.0f} s")
     out = Path(ns.json)

@@ -1,7 +1,9 @@
 """`make demo`: run unchanged legacy export scripts under the shim, show what it did, verify.
 
-For each script in examples/: `python -m compat run --ledger L script.py OUT` (exactly what a user
-types), then read the ledger and check every produced model with onnxruntime.
+For each script in examples/ (copied to a temp folder): `python -m compat run --ledger L script.py
+OUT` (exactly what a user types), then read the ledger and check every produced model with
+onnxruntime. Last, `python -m compat.migrate --ledger L --write` rewrites the copies by that
+evidence, and the rewritten scripts run with plain `python` on the installed torch.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +23,10 @@ SCRIPTS = ("legacy_1x_export.py", "control_flow_export.py", "deploy_single_file.
 def main() -> int:
     out_root = pathlib.Path(tempfile.mkdtemp(prefix="compat-demo-"))
     ledger = out_root / "ledger.jsonl"
+    scripts = out_root / "scripts"
+    scripts.mkdir()
+    for script in SCRIPTS:
+        shutil.copy(HERE / script, scripts / script)
     failures = 0
     for script in SCRIPTS:
         out_dir = out_root / script.removesuffix(".py")
@@ -27,7 +34,7 @@ def main() -> int:
         print(f"\n=== python -m compat run {script} {out_dir}")
         proc = subprocess.run(
             [sys.executable, "-W", "ignore::FutureWarning", "-m", "compat", "run",
-             "--ledger", str(ledger), str(HERE / script), str(out_dir)],
+             "--ledger", str(ledger), str(scripts / script), str(out_dir)],
             capture_output=True, text=True,
         )
         print(proc.stdout.strip())
@@ -53,8 +60,28 @@ def main() -> int:
             print(f"    onnxruntime loads it: inputs {ins}")
     deployed = out_root / "deploy_single_file" / "deploy"
     print(f"\ndeploy folder holds {sorted(os.listdir(deployed))} (self-contained, as before torch 2.9)")
-    print(f"\nTo migrate these scripts for good: python -m compat.migrate --diff {HERE}")
+    failures += migrate_and_rerun(scripts, ledger, out_root / "after-migration")
     return 1 if failures else 0
+
+
+def migrate_and_rerun(scripts: pathlib.Path, ledger: pathlib.Path, out: pathlib.Path) -> int:
+    """Rewrite the scripts by the ledger's evidence, then run them with plain python."""
+    print(f"\n=== python -m compat.migrate --ledger {ledger.name} --unsafe-fixes --write scripts/")
+    mig = subprocess.run([sys.executable, "-m", "compat.migrate", "--ledger", str(ledger),
+                          "--unsafe-fixes", "--write", str(scripts)], capture_output=True, text=True)
+    print(mig.stdout.strip() or mig.stderr.strip())
+    failures = 0
+    for script in SCRIPTS:
+        out.mkdir(parents=True, exist_ok=True)
+        run = subprocess.run([sys.executable, "-W", "ignore", str(scripts / script), str(out)],
+                             capture_output=True, text=True)
+        status = "ok" if run.returncode == 0 else f"FAILED (exit {run.returncode})"
+        print(f"  plain python {script}: {status}")
+        if run.returncode != 0:
+            print(run.stderr[-2000:])
+            failures += 1
+    print(f"  (the rewritten scripts are in {scripts})")
+    return failures
 
 
 if __name__ == "__main__":

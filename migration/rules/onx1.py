@@ -33,6 +33,16 @@ def _training(node: ast.expr) -> str | None:
     return member(node) if member(node) in {"EVAL", "TRAINING", "PRESERVE"} else None
 
 
+def _bool_training_fix(ctx: Context, ec: ExportCall, opt: Option) -> Edit | None:
+    """``training=False/True`` (torch 1.x) is a TypeError on torch >= 2.x: drop False (EVAL is
+    the default), spell True as ``TrainingMode.TRAINING``."""
+    value = literal(opt.value)
+    if value is False:
+        return Edit("drop", ec.key, ("training",))
+    ref = ctx.module_ref("torch.onnx", ec.scope) if value is True else None
+    return Edit("set", ec.key, ("training", f"{ref}.TrainingMode.TRAINING")) if ref else None
+
+
 def harmless(ctx: Context, ec: ExportCall, opt: Option) -> bool:
     """True when the option's value is what the torch.export exporter does anyway."""
     value = literal(opt.value)
@@ -134,8 +144,14 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
         if not code or not code.startswith("ONX1"):
             continue
         if not route.dynamo:
-            if not route.explicit and code in pinned:
-                ctx.emit(code, opt.value, "safe", ec.edits_for(opt, *route.pin_edits),
+            pins = route.pin_edits if not route.explicit and code in pinned else ()
+            bool_fix = _bool_training_fix(ctx, ec, opt) if name == "training" else None
+            if bool_fix is not None:
+                ctx.emit(code, opt.value, "safe", ec.edits_for(opt, bool_fix, *pins),
+                         note="torch 1.x bool: the TorchScript exporter now takes a TrainingMode",
+                         anchor=ec.node)
+            elif pins:
+                ctx.emit(code, opt.value, "safe", ec.edits_for(opt, *pins),
                          note="kept, with dynamo=False", anchor=ec.node)
             continue
         add_route = () if route.explicit else route.pin_edits

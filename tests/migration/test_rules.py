@@ -158,3 +158,13 @@ def test_reports_only() -> None:
 def test_syntax_error_is_a_finding() -> None:
     found = check_text("import torch\ntorch.onnx.export(m, x\n", "t.py", Options())
     assert [f.code for f in found] == ["E999"]
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("False", "torch.onnx.export(m, x, f, dynamo=False)\n"),
+    ("True", "torch.onnx.export(m, x, f, training=torch.onnx.TrainingMode.TRAINING, dynamo=False)\n"),
+])
+def test_bool_training_of_torch_1x_becomes_a_training_mode(value, expected):
+    """torch >= 2 rejects a bool `training` on the TorchScript exporter (TypeError)."""
+    assert rw(f"torch.onnx.export(m, x, f, training={value}, dynamo=False)\n") == expected
+    assert rw(expected) == expected  # noop once migrated
