@@ -21,21 +21,30 @@ def test_failed_export_keeps_old_file_and_leaves_no_temp(models, tmp_path):
     assert os.listdir(tmp_path) == ["model.onnx"]
 
 
-def test_checker_failure_writes_nothing(small_net, tmp_path):
-    """enable_onnx_checker=True on a model the checker rejects: no file at f."""
+def test_checker_runs_and_rejects_an_invalid_model(small_net, tmp_path):
+    """enable_onnx_checker=True: a valid model passes and is written; one the checker rejects is a
+    route failure (so dispatch writes nothing at f)."""
+    import io
+
+    import onnx
+
+    from compat import removed_options, signature
+    from compat.errors import RouteFailed
+    from compat.request import Outcome
+
     target = tmp_path / "m.onnx"
-
-    class BadOpset(torch.nn.Module):
-        def forward(self, x):
-            return x + 1
-
-    # a custom domain node without an opset import is rejected by onnx.checker
-    from torch.onnx import register_custom_op_symbolic  # noqa: F401  (exists on the TorchScript exporter)
-
-    with pytest.warns(compat.LegacyExportWarning):
+    with pytest.warns(compat.LegacyExportWarning, match="ONX203"):
         compat.export(small_net, (torch.randn(2, 4),), target, route="legacy", enable_onnx_checker=True)
-    assert target.exists()  # a valid model passes the checker and is written
+    assert target.exists()
     assert any(t.code == "ONX203" for t in compat.last_outcome().translations)
+
+    buf = io.BytesIO()
+    compat.export(small_net, (torch.randn(2, 4),), buf, route="legacy")
+    proto = onnx.load_from_string(buf.getvalue())
+    proto.graph.node[0].attribute.append(onnx.helper.make_attribute("no_such_attribute", 1))
+    req = signature.normalize(small_net, (torch.randn(2, 4),), None, enable_onnx_checker=True)
+    with pytest.raises(RouteFailed, match="onnx checker rejected the model"):
+        removed_options.apply(req, Outcome(route="legacy", model_bytes=proto.SerializeToString()))
 
 
 def test_successful_export_replaces_old_file(small_net, parity, tmp_path):
