@@ -63,12 +63,25 @@ def versions() -> dict[str, str]:
     return {"torch": torch_caps.torch_version_str(), "compat": __version__}
 
 
+def _source_stamp(cls: type) -> str | None:
+    """Size and mtime of the file defining the model's class: editing the model (say, removing
+    the control flow torch.export could not capture) retries torch.export."""
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        st = None
+    return f"{st.st_size}:{st.st_mtime_ns}" if st else None
+
+
 def key_fields(req: ExportRequest) -> dict[str, Any]:
     """What identifies an export for route memory (JSON-able)."""
     cls = type(req.model)
     return {
         "schema": SCHEMA,
         "model": f"{cls.__module__}.{cls.__qualname__}",
+        "model_source": _source_stamp(cls),
         "inputs": input_signature(req),
         "options": {
             name: _stable(getattr(req, name))

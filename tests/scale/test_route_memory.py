@@ -164,3 +164,27 @@ def test_parallel_writers(tmp_path: Path, isolated_cache: Path) -> None:
     assert len(lines) == writers * rounds
     assert {json.loads(line)["call_site"] for line in lines} == {
         f"writer{n}:{i}" for n in range(writers) for i in range(rounds)}
+
+
+def test_editing_the_model_source_retries_torch_export(tmp_path: Path) -> None:
+    import importlib.util
+
+    import torch
+
+    from compat import signature
+
+    src = tmp_path / "user_model.py"
+    src.write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n")
+    spec = importlib.util.spec_from_file_location("user_model_for_memory", src)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    try:
+        spec.loader.exec_module(mod)
+        req = signature.normalize(mod.M(), (torch.randn(2, 3),), None)
+        route_memory.remember(req, "data-dependent control flow")
+        assert route_memory.lookup(req) == "data-dependent control flow"
+        src.write_text(src.read_text() + "# the user fixed the model\n")
+        os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 10**9))
+        assert route_memory.lookup(req) is None
+    finally:
+        sys.modules.pop(spec.name, None)
