@@ -24,7 +24,7 @@ def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **option
 def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **options: Any) -> Any:
     global _last_outcome
     site = notices.find_call_site()
-    req = signature.normalize(model, args, f, *positional, call_site=str(site), entry=_entry, **options)
+    req = signature.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
     outcome, result = dispatch.run(req, site)
     _last_outcome = outcome
     history.append((req.call_site, outcome))

@@ -227,7 +227,7 @@ def compare(
     for name in ("f", "dynamo", "route", "fallback"):
         export_options.pop(name, None)
     site = notices.find_call_site()
-    req = signature.normalize(model, args, None, call_site=str(site), entry="compat.compare",
+    req = signature.normalize(model, args, None, _call_site=str(site), _entry="compat.compare",
                               **export_options)
     return compare_request(req, tolerances=tolerances, probes=probes, latency_runs=latency_runs,
                            workdir=workdir)

@@ -143,6 +143,20 @@ def _replacements() -> dict[str, Any]:
     }
 
 
+def _mirror_signatures() -> None:
+    """Our replacements show torch's own signatures, so version gates such as
+    ``"dynamo" in inspect.signature(torch.onnx.export).parameters`` decide as they would unpatched."""
+    import inspect
+
+    for ours, name in ((export, "export"), (utils_export, "utils.export")):
+        theirs = torch_api.original(name)
+        if theirs is not None and not hasattr(ours, "__signature__"):
+            try:
+                ours.__signature__ = inspect.signature(theirs)  # type: ignore[attr-defined]
+            except (TypeError, ValueError):
+                pass
+
+
 def install() -> None:
     """Install the patch (counted: each ``install`` needs one ``uninstall``)."""
     global _depth
@@ -153,6 +167,7 @@ def install() -> None:
         torch_api.capture()
         import torch.onnx
 
+        _mirror_signatures()
         for name, value in _replacements().items():
             setattr(torch.onnx, name, value)
         utils = getattr(torch.onnx, "utils", None)

@@ -67,11 +67,14 @@ def normalize(
     args: Any = (),
     f: Any = None,
     *positional: Any,
-    call_site: str = "<unknown>:0",
-    entry: str = "compat.export",
+    _call_site: str = "<unknown>:0",
+    _entry: str = "compat.export",
     **options: Any,
 ) -> ExportRequest:
-    """Turn one call (any torch 1.3 - 2.14 form, plus ``route=``/``strict=``) into a request."""
+    """Turn one call (any torch 1.3 - 2.14 form, plus ``route=``/``strict=``) into a request.
+
+    ``_call_site`` is the user's ``file:line``; ``_entry`` the API the user called (a
+    ``torch.onnx`` one under the patch, which makes a missing ``dynamo=`` a legacy usage)."""
     usages: list[Usage] = []
     opts: dict[str, Any] = {}
     if positional:
@@ -93,7 +96,7 @@ def normalize(
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise CompatTypeError(f"export() got an unexpected keyword argument {name!r}{hint}")
         opts[name] = value
-    return _build(model, args, f, opts, usages, call_site, entry)
+    return _build(model, args, f, opts, usages, _call_site, _entry)
 
 
 def _layout_label(layout: tuple[str, ...]) -> str:

@@ -100,3 +100,14 @@ def test_import_and_legacy_export_stay_light(tmp_path):
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info == {"at_import": [], "after_legacy_export": []}
+
+
+def test_version_gates_see_torchs_signature():
+    """ultralytics-style gate: `"dynamo" in inspect.signature(torch.onnx.export).parameters`."""
+    import inspect
+
+    unpatched = inspect.signature(torch.onnx.export)
+    with compat.patch():
+        assert torch.onnx.export is patching.export
+        assert inspect.signature(torch.onnx.export) == unpatched
+        assert "dynamo" in inspect.signature(torch.onnx.export).parameters

@@ -76,9 +76,9 @@ def test_fallback_true_means_auto_route(net):
 
 
 def test_onx001_only_for_torch_entry_without_dynamo(net):
-    assert "ONX001" in {u.code for u in signature.normalize(net, X, None, entry="torch.onnx.export").usages}
+    assert "ONX001" in {u.code for u in signature.normalize(net, X, None, _entry="torch.onnx.export").usages}
     assert "ONX001" not in {u.code for u in signature.normalize(
-        net, X, None, entry="torch.onnx.export", dynamo=True).usages}
+        net, X, None, _entry="torch.onnx.export", dynamo=True).usages}
     assert "ONX001" not in {u.code for u in signature.normalize(net, X, None).usages}
 
 

@@ -24,7 +24,7 @@ WIRED = "compare_hook" in Path(dispatch.__file__).read_text()
 def _request():
     return signature.normalize(mlp(), (torch.randn(2, 4),), None, input_names=["x"],
                                output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
-                               call_site="export_mlp.py:12")
+                               _call_site="export_mlp.py:12")
 
 
 def test_off_by_default() -> None:
