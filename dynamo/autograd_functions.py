@@ -99,6 +99,8 @@ class Session:
     opset: int
     domain_version: Callable[[str], int]
     calls: dict[int, Call] = field(default_factory=dict)
+    applied: set[type] = field(default_factory=set)  # Functions called during capture
+    translated: set[type] = field(default_factory=set)  # ... whose symbolic then ran
     lib: Any = None
     op: Any = None
 
@@ -114,6 +116,7 @@ class Session:
             else:
                 template.append(a)
         self.calls[call_id] = Call(cls, template)
+        self.applied.add(cls)
         outs = self.op(tensors, call_id)
         return outs[0] if self.calls[call_id].single else tuple(outs)
 
@@ -158,6 +161,7 @@ class Session:
             n_outputs=call.n_outputs, python_constants=True, label=legacy_graph.qualname(sym),
         )
         self.on_translated(call.cls)
+        self.translated.add(call.cls)
         return outs
 
     # -- lifetime
@@ -168,6 +172,11 @@ class Session:
         self.lib.impl("apply", self._forward, "CompositeExplicitAutograd")
         torch.library.register_fake(f"{ns}::apply", self._forward, lib=self.lib)
         self.op = getattr(torch.ops, ns).apply.default
+
+    def bypassed(self) -> list[type]:
+        """Functions called during capture whose symbolic never ran: torch retried a failed
+        non-strict capture in strict mode, which traces through ``Function.apply``."""
+        return sorted(self.applied - self.translated, key=lambda c: c.__qualname__)
 
     def close(self) -> None:
         if self.lib is not None:

@@ -142,6 +142,7 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
                        f"(registered for opset {reg.opset_version}) in a legacy graph context")
     plan.post_process.append(lambda program: _set_custom_opsets(program, req))
 
+    fn_session = None
     with contextlib.ExitStack() as stack:
         if autograd_functions.functions_with_symbolic():
             fn_session = stack.enter_context(autograd_functions.session(
@@ -158,6 +159,11 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
                 # torch fell back to strict capture, which traces through the Function: the
                 # export "worked" without the custom node, so it must not count as a success
                 raise RouteFailed(ROUTE, state.limit.reason, state.limit)  # type: ignore[attr-defined]
+            if fn_session is not None and fn_session.bypassed():
+                names = ", ".join(c.__qualname__ for c in fn_session.bypassed())
+                raise RouteFailed(ROUTE, "autograd.Function symbolic bypassed", RuntimeError(
+                    f"{names}: torch.export traced through the Function, so its symbolic's custom "
+                    "node would be missing from the model"))
         except RouteFailed:
             raise
         except Exception as exc:
