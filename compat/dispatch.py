@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config, ledger, notices, removed_options
+from . import config, ledger, notices, removed_options, saving
 from .errors import CompatValueError, ExportFailed, RouteFailed, RouteUnavailable
 from .request import ExportRequest, Outcome, Translation
 
@@ -144,9 +144,7 @@ def _maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | Non
 
 
 def _save(outcome: Outcome, req: ExportRequest) -> str | None:
-    from .saving import save
-
-    return save(outcome, req)
+    return saving.save(outcome, req)
 
 
 def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
@@ -155,6 +153,7 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
     with _LOCK, preserved(req.model, will_train=req.training == "TRAINING"):
         for name in route_plan.routes:
             module = _route_module(name)
+            outcome = None
             try:
                 outcome = module.export(req)
                 removed_options.apply(req, outcome)
@@ -164,6 +163,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 failures[name] = RouteFailed(name, "route unavailable", exc)
                 continue
             except RouteFailed as exc:
+                if outcome is not None:
+                    saving.discard(outcome)
                 failures[name] = exc
                 continue
             outcome.translations[:0] = route_plan.translations

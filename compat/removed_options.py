@@ -16,7 +16,7 @@ def apply(req: ExportRequest, outcome: Outcome) -> None:
         return
     import onnx
 
-    proto = outcome.model_proto()
+    proto = outcome.model_proto() if outcome.staged is None else None
     if strip:
         for node in proto.graph.node:
             node.doc_string = ""
@@ -25,7 +25,8 @@ def apply(req: ExportRequest, outcome: Outcome) -> None:
         outcome.translations.append(Translation("ONX204", "strip_doc_string", "doc strings stripped"))
     if req.enable_onnx_checker:
         try:
-            onnx.checker.check_model(proto)
+            # a staged model may be over 2 GB: the checker reads it (and its data) by path
+            onnx.checker.check_model(outcome.staged if outcome.staged is not None else proto)
         except onnx.checker.ValidationError as exc:
             raise RouteFailed(outcome.route, "onnx checker rejected the model", exc) from exc
         outcome.translations.append(

@@ -90,12 +90,15 @@ class ExportRequest:
 
 @dataclass
 class Outcome:
-    """What one route produced. ``program`` is the ONNXProgram (torch.export route) and
-    ``model_bytes`` the serialized model (TorchScript route); saving reads whichever is set."""
+    """What one route produced: ``program``, the ONNXProgram (torch.export route); or
+    ``model_bytes``, the serialized model (TorchScript route); or ``staged``, the path of a model
+    the TorchScript route wrote into a staging folder beside ``f`` (a model over 2 GB, with its
+    external data files). Saving reads whichever is set."""
 
     route: str
     program: Any = None
     model_bytes: bytes | None = None
+    staged: str | None = None
     translations: list[Translation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     fallback_reason: str | None = None
@@ -109,4 +112,6 @@ class Outcome:
             return self.program.model_proto
         import onnx
 
+        if self.staged is not None:
+            return onnx.load(self.staged, load_external_data=False)
         return onnx.load_from_string(self.model_bytes)

@@ -26,7 +26,9 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
         f.write(_as_bytes(outcome))
         return f"<{type(f).__name__}>"
     target = os.path.abspath(os.fsdecode(os.fspath(f)))
-    if outcome.model_bytes is not None and not _external(outcome, req):
+    if outcome.staged is not None:
+        _move_staged(outcome.staged, target)
+    elif outcome.model_bytes is not None and not _external(outcome, req):
         _replace_with_bytes(target, outcome.model_bytes)
     else:
         _replace_with_files(target, outcome, _external(outcome, req))
@@ -71,6 +73,24 @@ def _replace_with_files(target: str, outcome: Outcome, external: bool) -> None:
             os.replace(os.path.join(tmp, n), os.path.join(folder, n))
 
 
+def _move_staged(staged: str, target: str) -> None:
+    """Files a route wrote into a staging folder beside the target: data first, then the model."""
+    tmp, name = os.path.split(staged)
+    try:
+        for n in sorted(os.listdir(tmp), key=lambda n: n == name):
+            dest = target if n == name else os.path.join(os.path.dirname(target), n)
+            os.replace(os.path.join(tmp, n), dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def discard(outcome: Outcome) -> None:
+    """Remove what an outcome staged on disk (its export was rejected after the route ran)."""
+    if outcome.staged is not None:
+        shutil.rmtree(os.path.dirname(outcome.staged), ignore_errors=True)
+        outcome.staged = None
+
+
 @contextlib.contextmanager
 def _staging(folder: str) -> Iterator[str]:
     tmp = tempfile.mkdtemp(prefix=".compat-export-", dir=folder)
@@ -97,6 +117,9 @@ def _size_estimate(outcome: Outcome) -> int:
 
 
 def _as_bytes(outcome: Outcome) -> bytes:
+    if outcome.staged is not None:
+        with open(outcome.staged, "rb") as fh:
+            return fh.read()
     if outcome.model_bytes is not None:
         return outcome.model_bytes
     return outcome.program.model_proto.SerializeToString()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import tempfile
 import time
 from typing import Any
 
@@ -13,7 +16,8 @@ ROUTE = "legacy"
 
 
 def export(req: ExportRequest) -> Outcome:
-    """Export to bytes in memory; compat saves them atomically afterwards."""
+    """Export to bytes in memory (or, over 2 GB, into a staging folder beside ``f``); compat
+    saves the result atomically afterwards."""
     from compat import torch_api, torch_caps
 
     exporter = torch_api.torchscript_export()
@@ -28,19 +32,47 @@ def export(req: ExportRequest) -> Outcome:
 
     outcome = Outcome(route=ROUTE)
     start = time.perf_counter()
-    buf = io.BytesIO()
+    staging = staging_path(req)
+    target: Any = staging if staging is not None else io.BytesIO()
     try:
         # No warnings.catch_warnings here: changing the filters resets every module's
         # once-per-location registry, and compat's own warnings must show once per call site.
         exporter(
-            req.model, req.args, buf, kwargs=dict(req.kwargs) if req.kwargs else None,
+            req.model, req.args, target, kwargs=dict(req.kwargs) if req.kwargs else None,
             **_options(req, torch),
         )
     except Exception as exc:
+        if staging is not None:
+            shutil.rmtree(os.path.dirname(staging), ignore_errors=True)
         raise RouteFailed(ROUTE, f"TorchScript export failed ({type(exc).__name__})", exc) from exc
-    outcome.model_bytes = buf.getvalue()
+    if staging is not None:
+        outcome.staged = staging
+    else:
+        outcome.model_bytes = target.getvalue()
     outcome.duration_s = time.perf_counter() - start
     return outcome
+
+
+#: above this many bytes of parameters and buffers the model cannot be one protobuf: the
+#: exporter writes external data files itself, which needs a real path
+LARGE_MODEL_BYTES = 2**31 - 2**26
+
+
+def staging_path(req: ExportRequest) -> str | None:
+    """For a model too large for one protobuf and a path ``f``: where to let torch write it (a
+    staging folder beside ``f``, whose files saving moves into place). None: export to memory."""
+    if not isinstance(req.f, (str, os.PathLike)) or _state_bytes(req.model) <= LARGE_MODEL_BYTES:
+        return None
+    target = os.path.abspath(os.fsdecode(os.fspath(req.f)))
+    folder, name = os.path.split(target)
+    return os.path.join(tempfile.mkdtemp(prefix=".compat-export-", dir=folder), name)
+
+
+def _state_bytes(model: Any) -> int:
+    if not hasattr(model, "parameters"):
+        return 0
+    tensors = (*model.parameters(), *model.buffers())
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _options(req: ExportRequest, torch: Any) -> dict[str, Any]:

@@ -95,3 +95,22 @@ def test_concurrent_exports_are_serialised(small_net, parity, tmp_path):
     assert not errors
     for i in range(4):
         parity.check(tmp_path / f"m{i}.onnx", small_net, [x], ["x"])
+
+
+def test_large_model_path_stages_beside_target(small_net, parity, models, tmp_path, monkeypatch):
+    """A model over the protobuf limit is written by torch into a staging folder beside f (it needs
+    a real path for its external data) and moved into place; the threshold is lowered here so a
+    small model takes that path."""
+    from legacy import route as legacy_route
+
+    monkeypatch.setattr(legacy_route, "LARGE_MODEL_BYTES", 0)
+    x = torch.randn(2, 4)
+    target = tmp_path / "big.onnx"
+    target.write_bytes(b"old")
+    with pytest.warns(compat.LegacyExportWarning):
+        compat.export(small_net, (x,), target, route="legacy", input_names=["x"], enable_onnx_checker=True)
+    assert os.listdir(tmp_path) == ["big.onnx"]
+    parity.check(target, small_net, [x], ["x"])
+    with pytest.raises(ExportFailed):
+        compat.export(models.Unexportable(), (torch.rand(2, 2),), tmp_path / "u.onnx", route="legacy")
+    assert os.listdir(tmp_path) == ["big.onnx"]
