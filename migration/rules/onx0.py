@@ -31,8 +31,8 @@ def _comment(route: Route) -> str:
         reason = route.evidence.get("fallback_reason") or "the ledger recorded the TorchScript route"
         return f"# compat.migrate: dynamo=False (ledger: {reason})"
     reasons = "; ".join(r for _, r in route.pins)
-    todo = "TODO(compat.migrate) " if any(c == "ONX101" for c, _ in route.pins) else ""
-    return f"# {todo}compat.migrate: dynamo=False because {reasons}"
+    tag = "TODO(compat.migrate)" if any(c == "ONX101" for c, _ in route.pins) else "compat.migrate"
+    return f"# {tag}: dynamo=False because {reasons}"
 
 
 def decide(ctx: Context, ec: ExportCall) -> Route:

@@ -29,7 +29,7 @@ CASES = [
      "dynamic_shapes=({0: \"batch\"}, {0: \"y_dynamic_axes_1\", 1: \"y_dynamic_axes_2\"}), "
      "dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, dynamic_axes=axes)\n",
-     "# TODO(compat.migrate) compat.migrate: dynamo=False because dynamic_axes is not a literal "
+     "# TODO(compat.migrate): dynamo=False because dynamic_axes is not a literal "
      "this tool can convert; write dynamic_shapes\n"
      "torch.onnx.export(m, x, f, dynamic_axes=axes, dynamo=False)\n"),
     # ONX102-107
