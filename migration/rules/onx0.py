@@ -49,7 +49,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         if ref is None:
             edits.append(Edit("import", (0, 0), ("import compat",)))
         return Route(None, pin_edits=tuple(edits), via_compat=True)
-    pins = onx2.pin_reason(ec) + onx1.pin_reason(ctx, ec)
+    pins = onx2.pin_reason(ctx, ec) + onx1.pin_reason(ctx, ec)
     evidence = ctx.evidence_for(ec.node)
     if evidence is not None:
         dynamo = evidence.get("route_taken") == "dynamo"

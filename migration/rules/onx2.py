@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from ..analysis import Context, ExportCall, literal, member
 from ..model import Edit
@@ -128,11 +129,16 @@ def _onx208(ctx: Context, ec: ExportCall, opt) -> None:
     ctx.emit("ONX208", opt.value, note=f"{opt.name}= has no modern equivalent", anchor=ec.node)
 
 
-def pin_reason(ec: ExportCall) -> list[tuple[str, str]]:
+_SCRIPTED = re.compile(r"\bjit\s*\.\s*script\b|\bScriptModule\b|\bjit\s*\.\s*load\b")
+
+
+def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
     """Removed options whose meaning only the TorchScript exporter keeps: (code, reason)."""
     out = []
-    if "example_outputs" in ec.options:
-        why = "example_outputs= was for ScriptModules, which need the TorchScript exporter"
+    if "example_outputs" in ec.options and _SCRIPTED.search(ctx.text):
+        # example_outputs was required for ScriptModules; plain modules only traced, which
+        # torch.export does as well, so the option is simply dropped for them
+        why = "example_outputs= with a ScriptModule in this file: those need the TorchScript exporter"
         out.append(("ONX201", why))
     if "aten" in ec.options and literal(ec.options["aten"].value) is True:
         out.append(("ONX208", "aten=True (ONNX_ATEN) needs the TorchScript exporter"))

@@ -168,3 +168,11 @@ def test_bool_training_of_torch_1x_becomes_a_training_mode(value, expected):
     """torch >= 2 rejects a bool `training` on the TorchScript exporter (TypeError)."""
     assert rw(f"torch.onnx.export(m, x, f, training={value}, dynamo=False)\n") == expected
     assert rw(expected) == expected  # noop once migrated
+
+
+def test_example_outputs_pins_the_torchscript_exporter_only_for_script_modules():
+    plain = rw("torch.onnx.export(m, x, f, example_outputs=y)\n")
+    assert plain == "torch.onnx.export(m, x, f, dynamo=True, external_data=False)\n"
+    scripted = rw("m = torch.jit.script(Net())\ntorch.onnx.export(m, x, f, example_outputs=y)\n")
+    assert scripted.endswith("torch.onnx.export(m, x, f, dynamo=False)\n")
+    assert "ScriptModule" in scripted
