@@ -8,8 +8,9 @@ from . import dispatch, notices, signature
 from .request import Outcome
 
 _last_outcome: Outcome | None = None
-#: (call site, Outcome) of every successful export in this process; ``compat run`` summarises it
-history: list[tuple[str, Outcome]] = []
+#: (call site, Outcome or None, error or None) of every export call in this process;
+#: ``compat run`` summarises it
+history: list[tuple[str, Outcome | None, BaseException | None]] = []
 
 
 def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
@@ -25,9 +26,13 @@ def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **opti
     global _last_outcome
     site = notices.find_call_site()
     req = signature.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
-    outcome, result = dispatch.run(req, site)
+    try:
+        outcome, result = dispatch.run(req, site)
+    except Exception as exc:
+        history.append((req.call_site, None, exc))
+        raise
     _last_outcome = outcome
-    history.append((req.call_site, outcome))
+    history.append((req.call_site, outcome, None))
     return result
 
 

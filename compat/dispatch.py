@@ -112,6 +112,7 @@ def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
     if config.resolve_strict(req.strict, req.call_site):
         notices.raise_strict(req.usages)
     codes = notices.warn_usages(req.usages, site)
+    codes += [c for c in notices.take_api_codes() if c not in codes]
     start = time.perf_counter()
     route_plan: RoutePlan | None = None
     failures: dict[str, RouteFailed] = {}

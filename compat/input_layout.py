@@ -48,11 +48,11 @@ def input_layout(req: ExportRequest) -> InputLayout:
 
     from dynamo import dynamic_shapes as ds
 
-    kwargs = dict(req.kwargs or {})
+    args, kwargs = ds.split_trailing_kwargs(tuple(req.args), req.kwargs)
     try:
-        params = ds.signature_order(req.model, tuple(req.args), kwargs)
+        params = ds.signature_order(req.model, args, kwargs)
     except Exception:  # noqa: BLE001 - unbindable call: keep the given order, no names
-        params = [ds.Param(f"arg{i}", "pos", a) for i, a in enumerate(req.args)]
+        params = [ds.Param(f"arg{i}", "pos", a) for i, a in enumerate(args)]
         params += [ds.Param(k, "kw", v) for k, v in kwargs.items()]
     flat: list[tuple[list[Any], Any]] = [_pytree.tree_flatten(p.value) for p in params]
     leaves: list[Any] = [x for values, _ in flat for x in values]

@@ -63,13 +63,69 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
     return codes
 
 
+#: what the "default", "module" and "once" actions already showed. Python keeps this in each
+#: module's ``__warningregistry__``, but any change of the warning filters (torch's exporter
+#: makes some during an export) empties those, and the same warning would show on every call.
+_shown: set[tuple[Any, ...]] = set()
+
+
+def _action(category: type[Warning], text: str, module: str, lineno: int) -> str:
+    """The action the current filters give this warning (the matching of ``warnings``)."""
+    for action, msg, cat, mod, line in warnings.filters:
+        if (_matches(msg, text) and issubclass(category, cat) and _matches(mod, module)
+                and (line == 0 or line == lineno)):
+            return action
+    return warnings.defaultaction
+
+
+def _matches(pattern: Any, value: str) -> bool:
+    # as CPython's check_matched: None matches all, a str (the built-in default filters) must be
+    # equal, a compiled pattern must match
+    if pattern is None:
+        return True
+    if isinstance(pattern, str):
+        return pattern == value
+    return bool(pattern.match(value))
+
+
 def emit(warning: Warning, site: CallSite) -> None:
     """Warn as if from ``site`` so the default filter shows it once per call site."""
+    text = str(warning)
+    action = _action(type(warning), text, site.module, site.lineno)
+    key = {"default": (site.filename, site.lineno, text), "module": (site.module, text),
+           "once": (text,)}.get(action)
+    if key is not None:
+        if (action, *key) in _shown:
+            return
+        _shown.add((action, *key))
     registry = site.globals.setdefault("__warningregistry__", {}) if site.globals else None
     warnings.warn_explicit(
         warning, type(warning), site.filename, site.lineno,
         module=site.module or None, registry=registry,
     )
+
+
+#: codes of legacy APIs used since the last export (registrations, mode helpers): the next
+#: export's ledger record carries them
+_pending_api_codes: list[str] = []
+
+
+def api_usage(code: str, site: CallSite) -> None:
+    """A legacy torch.onnx API that is not an export call: strict mode raises, else warn."""
+    from .config import resolve_strict
+
+    if resolve_strict(None, str(site)):
+        raise_strict([Usage(code, catalog.get(code).name)])
+    emit(make_warning(code), site)
+    if code not in _pending_api_codes:
+        _pending_api_codes.append(code)
+
+
+def take_api_codes() -> list[str]:
+    """The pending API codes (and forget them)."""
+    codes = list(_pending_api_codes)
+    _pending_api_codes.clear()
+    return codes
 
 
 def raise_strict(usages: Iterable[Usage]) -> None:

@@ -265,7 +265,8 @@ def compare_request(
                 if expected is not None:
                     results[route].checks.append(_check(sess, layout, leaves, expected, probe.label, tol))
         _latency(sessions, results, layout, latency_runs)
-    verdict, differences = _verdict(results, probe_list, sizes)
+    named = {"inputs": bool(req.input_names), "outputs": bool(req.output_names)}
+    verdict, differences = _verdict(results, probe_list, sizes, named)
     cls = type(req.model)
     return ParityReport(
         model=f"{cls.__module__}.{cls.__qualname__}", verdict=verdict, differences=differences,
@@ -481,7 +482,8 @@ def _latency(sessions: Mapping[str, Any], results: Mapping[str, RouteResult], la
         results[route].latency_ms = statistics.median(ts) * 1e3
 
 
-def _verdict(results: Mapping[str, RouteResult], probes: list[Probe], sizes: Mapping[str, int]) -> tuple[str, list[str]]:
+def _verdict(results: Mapping[str, RouteResult], probes: list[Probe], sizes: Mapping[str, int],
+             named: Mapping[str, bool] | None = None) -> tuple[str, list[str]]:
     ok = [r for r in results.values() if r.ok]
     if not ok:
         return "failed", [f"{r.route}: {r.error}" for r in results.values()]
@@ -499,18 +501,20 @@ def _verdict(results: Mapping[str, RouteResult], probes: list[Probe], sizes: Map
                 diffs.append(f"{r.route} route's model differs from eager torch at {where}: {c.detail}")
     if len(ok) == 1:
         return "one-route-only", diffs
-    diffs += _interface_diffs(results["legacy"], results["dynamo"])
+    diffs += _interface_diffs(results["legacy"], results["dynamo"], named or {})
     return ("differs" if diffs else "equivalent"), diffs
 
 
-def _interface_diffs(a: RouteResult, b: RouteResult) -> list[str]:
+def _interface_diffs(a: RouteResult, b: RouteResult, named: Mapping[str, bool]) -> list[str]:
     """Names, dtypes and shapes of the graphs' inputs/outputs. Input dim names must match; for
-    outputs only static sizes and which axes are dynamic (exporters name inferred dims freely)."""
+    outputs only static sizes and which axes are dynamic (exporters name inferred dims freely).
+    Names count only where the caller chose them (``input_names``/``output_names``): each
+    exporter generates its own otherwise."""
     out: list[str] = []
     for kind in ("inputs", "outputs"):
         va, vb = getattr(a, kind), getattr(b, kind)
         na, nb = [v["name"] for v in va], [v["name"] for v in vb]
-        if na != nb:
+        if len(na) != len(nb) or (named.get(kind) and na != nb):
             out.append(f"{kind} names: {a.route} {na}, {b.route} {nb}")
         for x, y in zip(va, vb):
             label = f"{kind[:-1]} {x['name']!r}" if x["name"] == y["name"] else f"{kind[:-1]} {x['name']!r}/{y['name']!r}"

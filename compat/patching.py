@@ -34,7 +34,9 @@ def _doc(code: str, fn: Any) -> Any:
 
 
 def _warn(code: str) -> None:
-    notices.emit(notices.make_warning(code), notices.find_call_site())
+    """A legacy API that is not an export call: warn (or raise in strict mode) at the caller's
+    line, and keep the code for the ledger record of the next export."""
+    notices.api_usage(code, notices.find_call_site())
 
 
 def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
@@ -45,7 +47,6 @@ def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **option
 
 
 def utils_export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
-    _warn("ONX403")
     from .api import _export
 
     return _export(model, args, f, *positional, _entry="torch.onnx.utils.export", **options)
@@ -97,7 +98,6 @@ class ExportOptions:
 def dynamo_export(model: Any, /, *model_args: Any, export_options: ExportOptions | None = None,
                   **model_kwargs: Any) -> Any:
     """The removed ``torch.onnx.dynamo_export``: an ``ONNXProgram`` (it has ``.save()``)."""
-    _warn("ONX401")
     from .api import _export
 
     options: dict[str, Any] = {"kwargs": model_kwargs or None, "dynamo": True}

@@ -63,16 +63,37 @@ def versions() -> dict[str, str]:
     return {"torch": torch_caps.torch_version_str(), "compat": __version__}
 
 
-def _source_stamp(cls: type) -> str | None:
-    """Size and mtime of the file defining the model's class: editing the model (say, removing
-    the control flow torch.export could not capture) retries torch.export."""
-    module = sys.modules.get(cls.__module__)
-    path = getattr(module, "__file__", None)
-    try:
-        st = os.stat(path) if path else None
-    except OSError:
-        st = None
-    return f"{st.st_size}:{st.st_mtime_ns}" if st else None
+def _classes(model: Any) -> list[type]:
+    """The model's class and, for a module, the class of every submodule (in tree order)."""
+    named = getattr(model, "named_modules", None)
+    if named is None:
+        return [type(model)]
+    return [type(m) for _, m in named()]
+
+
+def model_structure(model: Any) -> str:
+    """The module tree: submodule paths and classes. Two models of one container class
+    (``nn.Sequential``, a shared wrapper) are different models for route memory."""
+    named = getattr(model, "named_modules", None)
+    items = [(n, f"{type(m).__module__}.{type(m).__qualname__}") for n, m in named()] if named else []
+    return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:16]
+
+
+def _source_stamps(model: Any) -> list[str | None]:
+    """Size and mtime of each file defining a class in the model: editing the model (say,
+    removing the control flow torch.export could not capture) retries torch.export."""
+    stamps: dict[str, str | None] = {}
+    for cls in _classes(model):
+        module = sys.modules.get(cls.__module__)
+        path = getattr(module, "__file__", None)
+        if not path or path in stamps:
+            continue
+        try:
+            st = os.stat(path)
+            stamps[path] = f"{st.st_size}:{st.st_mtime_ns}"
+        except OSError:
+            stamps[path] = None
+    return [stamps[p] for p in sorted(stamps)]
 
 
 def key_fields(req: ExportRequest) -> dict[str, Any]:
@@ -81,7 +102,8 @@ def key_fields(req: ExportRequest) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "model": f"{cls.__module__}.{cls.__qualname__}",
-        "model_source": _source_stamp(cls),
+        "model_structure": model_structure(req.model),
+        "model_source": _source_stamps(req.model),
         "inputs": input_signature(req),
         "options": {
             name: _stable(getattr(req, name))

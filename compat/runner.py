@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
-import runpy
 import sys
+import types
+import warnings
 from collections.abc import Sequence
 
 from . import config
+from .errors import LegacyExportWarning
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,9 +59,13 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
     else:
         sys.path.insert(0, os.path.dirname(path))
     code = 0
+    if not sys.warnoptions:
+        # DeprecationWarnings show by default only from __main__; a legacy export inside an
+        # imported wrapper module must warn too (an explicit -W option wins)
+        warnings.filterwarnings("default", category=LegacyExportWarning)
     patching.install()
     try:
-        runpy.run_path(path, run_name="__main__")
+        _exec_as_main(path)
     except SystemExit as exc:
         code = _exit_code(exc.code)
     finally:
@@ -72,6 +79,23 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
 
             print_parity_table()
     return code
+
+
+def _exec_as_main(path: str) -> None:
+    """What ``python path`` does: a fresh ``__main__`` with ``__file__`` set (absolute, as
+    Python >= 3.9 has it) while ``sys.argv[0]`` stays as typed (runpy would overwrite it)."""
+    with open(path, "rb") as fh:
+        source = fh.read()
+    code = compile(source, path, "exec")
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __builtins__=builtins, __cached__=None)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)  # noqa: S102 - running the user's script is the point
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _exit_code(value: object) -> int:
@@ -90,8 +114,14 @@ def print_summary(stream=None) -> None:  # type: ignore[no-untyped-def]
     stream = stream or sys.stderr
     if not history:
         return
-    print(f"\ntorch-onnx-compat: {len(history)} export(s)", file=stream)
-    for site, outcome in history:
+    failed = sum(1 for _, outcome, _ in history if outcome is None)
+    head = f"{len(history)} export call(s)" + (f", {failed} failed" if failed else "")
+    print(f"\ntorch-onnx-compat: {head}", file=stream)
+    for site, outcome, error in history:
+        if outcome is None:
+            first = str(error).splitlines()[0] if str(error) else ""
+            print(f"  {site}  FAILED {type(error).__name__}: {first}", file=stream)
+            continue
         parts = [f"route={outcome.route}"]
         if outcome.fallback_reason:
             parts.append(f"why: {outcome.fallback_reason}")

@@ -43,6 +43,12 @@ REMOVED_KEYWORDS = (
     "_retain_param_name", "aten", "export_raw_ir", "export_type", "fallback",
 )
 COMPAT_KEYWORDS = ("route", "strict")
+#: legacy export entry points (reached through compat.patch()) and their catalog codes
+ENTRY_CODES = {
+    "torch.onnx.utils.export": "ONX403",
+    "torch.onnx._export": "ONX403",
+    "torch.onnx.dynamo_export": "ONX401",
+}
 ALL_KEYWORDS = frozenset(MODERN_KEYWORDS + REMOVED_KEYWORDS + COMPAT_KEYWORDS)
 
 _BOOL_OPTIONS = (
@@ -123,6 +129,8 @@ def _build(
         code = OPTION_CODES.get(name)
         if code and _is_legacy_usage(name, value):
             usages.append(Usage(code, name))
+    if entry in ENTRY_CODES:
+        usages.insert(0, Usage(ENTRY_CODES[entry], entry))
     if entry != "compat.export" and "dynamo" not in opts and "fallback" not in opts:
         usages.append(Usage("ONX001", "dynamo", f"{entry} without dynamo="))
 
@@ -215,7 +223,8 @@ def _op_type_name(value: Any) -> str:
 
 
 def _split_args(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
-    """``args`` as a tuple; a trailing dict in args means keyword inputs (legacy form)."""
+    """``args`` as a tuple; a trailing dict in args means keyword inputs (legacy form), and an
+    empty trailing dict means the dict before it is positional (kept so in the result)."""
     import torch
 
     if isinstance(args, torch.Tensor):
@@ -233,6 +242,10 @@ def _split_args(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]
         if overlap:
             raise CompatValueError(f"args' trailing dict and kwargs both give {sorted(overlap)}")
         kwargs = {**trailing, **(kwargs or {})}
+    if not kwargs and args and isinstance(args[-1], dict):
+        # a dict that is a real positional input: both exporters would take a trailing dict for
+        # keyword inputs, so the legacy convention's empty dict goes after it
+        args = (*args, {})
     return args, (dict(kwargs) if kwargs else None)
 
 

@@ -164,3 +164,27 @@ def test_pyproject_per_module_rule(small_net, tmp_path, monkeypatch):
     assert config.resolve_route(None, site, ("tts.fast.glow",)) == ("auto", "pyproject-rule")
     assert config.resolve_route(None, site, ("vision.resnet",)) == ("dynamo", "pyproject")
     assert config.resolve_route("legacy", site, ("tts.fast.glow",)) == ("legacy", "call")
+
+
+@pytest.mark.parametrize("route", ["legacy", "dynamo"])
+def test_positional_dict_input_before_an_empty_trailing_dict(route, tmp_path):
+    """Legacy convention: ``args=(x, extras, {})`` keeps the dict ``extras`` positional."""
+
+    class M(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x, extras, mask=None):
+            return self.fc(x) * extras["scale"]
+
+    torch.manual_seed(0)
+    m = M().eval()
+    x, scale = torch.randn(2, 4), torch.full((2, 4), 3.0)
+    target = tmp_path / "d.onnx"
+    compat.export(m, (x, {"scale": scale}, {}), target, route=route)
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+    feeds = dict(zip([i.name for i in sess.get_inputs()], [x.numpy(), scale.numpy()]))
+    np.testing.assert_allclose(sess.run(None, feeds)[0], m(x, {"scale": scale}).detach().numpy(), atol=1e-5)

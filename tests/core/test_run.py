@@ -32,20 +32,22 @@ def test_fidelity_argv_path_main_exit_code(tmp_path):
     script.write_text(textwrap.dedent("""
         import sys, json, torch
         import helper_mod  # found through sys.path[0], the script's folder
-        print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "name": __name__,
+        print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "name": __name__, "file": __file__,
                           "patched": torch.onnx.export.__module__, "v": helper_mod.VALUE + 1}))
         sys.exit(int(sys.argv[2]))
     """))
-    out = run([str(script), "--flag", "3"], cwd=tmp_path)
+    out = run(["script.py", "--flag", "3"], cwd=tmp_path)  # as typed: a relative path
     assert out.returncode == 3, out.stderr
     info = json.loads(out.stdout.strip().splitlines()[0])
-    assert info == {"argv": [str(script), "--flag", "3"], "path0": str(tmp_path), "name": "__main__",
+    file_seen = info.pop("file")
+    assert info == {"argv": ["script.py", "--flag", "3"], "path0": str(tmp_path), "name": "__main__",
                     "patched": "compat.patching", "v": 42}
-    plain = subprocess.run([sys.executable, str(script), "--flag", "3"], cwd=tmp_path,
+    plain = subprocess.run([sys.executable, "script.py", "--flag", "3"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     plain_info = json.loads(plain.stdout.strip().splitlines()[0])
     assert plain.returncode == 3 and plain_info["argv"] == info["argv"]
     assert plain_info["path0"] == info["path0"] and plain_info["name"] == info["name"]
+    assert plain_info["file"] == file_seen == str(script)
 
 
 def test_uncaught_exception_exits_1_with_traceback(tmp_path):

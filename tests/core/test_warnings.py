@@ -63,3 +63,46 @@ def test_strict_env(small_net, tmp_path, monkeypatch):
     # a modern call passes strict mode
     compat.export(small_net, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy")
     assert (tmp_path / "m.onnx").exists()
+
+
+def test_once_per_site_survives_filter_changes_during_export(tmp_path):
+    """Exports on the torch.export route change the warning filters inside torch; compat's
+    warnings must still show once per call site."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""
+        import warnings, torch, compat
+        m = torch.nn.Linear(2, 2).eval()
+        for i in range(3):
+            compat.export(m, (torch.randn(2, 2),), f"a{i}.onnx", route="dynamo", do_constant_folding=True)
+            with warnings.catch_warnings():  # what torch's exporter does internally
+                warnings.simplefilter("ignore", UserWarning)
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert sum("ONX104" in ln and "job.py:5" in ln for ln in out.stderr.splitlines()) == 1
+
+
+def test_patched_legacy_apis_obey_strict_mode_and_reach_the_ledger(small_net, tmp_path, monkeypatch):
+    import json
+
+    book = tmp_path / "l.jsonl"
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_LEDGER", str(book))
+    with compat.patch():
+        with pytest.warns(compat.LegacyExportWarning, match="ONX404"):
+            with torch.onnx.select_model_mode_for_export(small_net, torch.onnx.TrainingMode.EVAL):
+                pass
+        with pytest.warns(compat.LegacyExportWarning):
+            torch.onnx.utils.export(small_net, (torch.randn(2, 4),), str(tmp_path / "u.onnx"), dynamo=False)
+        rec = json.loads(book.read_text().splitlines()[-1])
+        assert {"ONX403", "ONX404"} <= set(rec["warnings"])
+        monkeypatch.setenv("TORCH_ONNX_COMPAT_STRICT", "1")
+        with pytest.raises(StrictModeError, match="ONX404"):
+            with torch.onnx.select_model_mode_for_export(small_net, torch.onnx.TrainingMode.EVAL):
+                pass
+        with pytest.raises(StrictModeError, match="ONX403"):
+            torch.onnx.utils.export(small_net, (torch.randn(2, 4),), str(tmp_path / "v.onnx"), dynamo=False)
+        with pytest.raises(StrictModeError, match="ONX401"):
+            torch.onnx.dynamo_export(small_net, torch.randn(2, 4))
+    assert not (tmp_path / "v.onnx").exists()

@@ -119,3 +119,9 @@ def test_dynamic_shapes_probes_with_integer_inputs() -> None:
     assert r.dynamic_axes == {"batch": 2}
     assert [(c.probe, c.status) for c in r.routes["dynamo"].checks] == [
         ("example inputs", "match"), ("batch=3", "match")]
+
+
+def test_generated_names_alone_are_not_a_difference() -> None:
+    """Without input_names/output_names each exporter names the graph's values its own way."""
+    report = _quiet_compare(mlp(), (torch.randn(2, 4),))
+    assert report.verdict == "equivalent", report.differences

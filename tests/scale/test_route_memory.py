@@ -188,3 +188,16 @@ def test_editing_the_model_source_retries_torch_export(tmp_path: Path) -> None:
         assert route_memory.lookup(req) is None
     finally:
         sys.modules.pop(spec.name, None)
+
+
+def test_two_models_of_one_container_class_are_remembered_apart() -> None:
+    import torch
+
+    from compat import signature
+
+    x = torch.randn(2, 5, 16)
+    a = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
+    b = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU())
+    route_memory.remember(signature.normalize(a, (x,), None), "data-dependent control flow")
+    assert route_memory.lookup(signature.normalize(a, (x,), None)) == "data-dependent control flow"
+    assert route_memory.lookup(signature.normalize(b, (x,), None)) is None
