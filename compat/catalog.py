@@ -14,6 +14,10 @@ from typing import Literal
 
 Applicability = Literal["safe", "unsafe", "none"]
 
+#: the lowest opset torch's torch.export-based exporter builds (torch 2.9-2.13): it converts down
+#: from there, and silently stays at this opset when an operator has no version adapter
+DYNAMO_MIN_OPSET = 18
+
 
 @dataclass(frozen=True)
 class Entry:

@@ -133,13 +133,22 @@ def lookup(name: str, opset: int) -> Registration | None:
 
 
 def active(opset: int) -> dict[str, Registration]:
-    """name -> the registration that applies at ``opset``."""
+    """name -> the registration that applies at ``opset``: as the TorchScript exporter decides,
+    so a registration below one of torch's own symbolics for that op (``::gelu`` at opset 1,
+    torch's own gelu at 9) does not apply at opset 18 on either route."""
+    from dynamo import torch_internals
+
     out: dict[str, Registration] = {}
     for reg in registrations():
         if reg.opset_version <= opset:
             cur = out.get(reg.name)
             if cur is None or reg.opset_version > cur.opset_version:
                 out[reg.name] = reg
+    if _ORIGINALS[0] is not None:
+        for name, reg in list(out.items()):
+            chosen = torch_internals.legacy_dispatch(name, opset)
+            if chosen is not None and chosen is not reg.fn:
+                del out[name]
     return out
 
 

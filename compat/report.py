@@ -15,10 +15,60 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import ledger
-
 REMEMBERED = "remembered fallback: "
 LEGACY_ONLY = "routed to the TorchScript exporter"
+
+
+_STR_FIELDS = ("call_site", "route_requested", "route_taken", "fallback_reason", "status", "model",
+               "error", "output", "torch_version")
+
+
+def valid_record(rec: Any) -> bool:
+    """A ledger record whose fields have the types the report reads (others are skipped)."""
+    if not isinstance(rec, dict):
+        return False
+    if any(rec.get(k) is not None and not isinstance(rec[k], str) for k in _STR_FIELDS):
+        return False
+    warnings = rec.get("warnings")
+    if warnings is not None and not (isinstance(warnings, list)
+                                     and all(isinstance(w, str) for w in warnings)):
+        return False
+    translations = rec.get("translations")
+    if translations is not None and not (isinstance(translations, list)
+                                         and all(isinstance(t, dict) for t in translations)):
+        return False
+    parity = rec.get("parity")
+    if parity is not None and not isinstance(parity, dict):
+        return False
+    return not isinstance(parity, dict) or (isinstance(parity.get("verdict") or "", str)
+                                            and isinstance(parity.get("differences") or [], list))
+
+
+def read_ledgers(paths: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, int], list[str]]:
+    """(valid records, skipped lines per ledger, ledgers that are junk only); raises OSError."""
+    records: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+    junk: list[str] = []
+    for path in paths:
+        good = bad = 0
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    rec = None
+                if valid_record(rec):
+                    records.append(rec)
+                    good += 1
+                else:
+                    bad += 1
+        if bad:
+            skipped[path] = bad
+            if not good:
+                junk.append(path)
+    return records, skipped, junk
 
 
 def reason_classes(record: dict[str, Any]) -> list[str]:
@@ -55,6 +105,8 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
     failures: list[dict[str, Any]] = []
     fallback_calls = 0
     for rec in records:
+        if not valid_record(rec):
+            continue
         calls += 1
         site = str(rec.get("call_site") or "<unknown>")
         ok = rec.get("status", "ok") == "ok"
@@ -129,7 +181,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     """What a team pastes into its migration tracking issue."""
     n = report["calls"]
     lines = ["## torch.onnx export migration report", ""]
-    lines.append(f"{n} export call(s) from {len(report['ledgers'])} ledger(s).")
+    lines.append(f"{n} export call(s) from {len(report['ledgers'])} ledger(s)." if n else
+                 f"No export calls recorded in {len(report['ledgers'])} ledger(s).")
     lines += ["", "| route taken | calls | share |", "|---|---:|---:|"]
     for route, count in sorted(report["by_route"].items(), key=lambda kv: -kv[1]):
         lines.append(f"| {route} | {count} | {count / n:.0%} |" if n else f"| {route} | {count} | - |")
@@ -149,6 +202,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         for s in report["legacy_call_sites"]:
             lines.append(f"| `{s['call_site']}` | {', '.join(f'`{m}`' for m in s['models'])} | {s['calls']} "
                          f"| {_cell('; '.join(s['reasons']) or '-')} |")
+    elif not n:
+        lines.append("None: no export calls recorded.")
     else:
         lines.append("None: every call takes the torch.export route.")
     lines += ["", "### Legacy usages (ONX codes)", ""]
@@ -199,9 +254,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
     try:
-        records = list(ledger.read(ns.ledgers))
+        records, skipped, junk = read_ledgers(ns.ledgers)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"python -m compat report: cannot read ledger: {exc}", file=sys.stderr)
+        return 2
+    for path, n in skipped.items():
+        print(f"python -m compat report: warning: {path}: skipped {n} invalid line(s) or "
+              "record(s)", file=sys.stderr)
+    if junk:
+        print(f"python -m compat report: no valid record in {', '.join(junk)}", file=sys.stderr)
         return 2
     report = build(records, ns.ledgers)
     text = json.dumps(report, indent=2, sort_keys=True) + "\n" if ns.format == "json" else to_markdown(report)

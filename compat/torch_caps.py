@@ -83,7 +83,9 @@ def torchlib_min_opset() -> int:
 
         return int(_constants.TORCHLIB_OPSET)
     except (ImportError, AttributeError):
-        return 18
+        from .catalog import DYNAMO_MIN_OPSET
+
+        return DYNAMO_MIN_OPSET
 
 
 # --- custom symbolics on the torch.export route (private internals live in dynamo/torch_internals.py)
@@ -135,4 +137,6 @@ def dynamo_default_opset() -> int:
 
         return int(_constants.ONNX_DEFAULT_OPSET)
     except (ImportError, AttributeError):
-        return 18
+        from .catalog import DYNAMO_MIN_OPSET
+
+        return DYNAMO_MIN_OPSET

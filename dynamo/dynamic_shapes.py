@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,19 +175,25 @@ def translate(
             plan.output_axes[key] = axes
         else:
             plan.unmatched.append(key)
-            warnings.warn(
+            _warn_at_call_site(DynamicAxesWarning(
                 f"dynamic_axes key {key!r} names no graph input or output "
                 f"(inputs: {[n for n in leaf_names if n]}, outputs: {output_names}); it is ignored, "
-                "as the TorchScript exporter did",
-                DynamicAxesWarning,
-                stacklevel=4,
-            )
+                "as the TorchScript exporter did"
+            ))
     if not plan.input_axes:
         return plan
     leaves = _enlarge_small_examples(plan, leaves)
     params, plan.dynamic_shapes = _rebuild(params, plan, leaves)
     plan.args, plan.kwargs = call_of(params)
     return plan
+
+
+def _warn_at_call_site(warning: Warning) -> None:
+    """Warn at the user's export call (not this module), so the default filter shows a warning
+    once per call site and not on every call."""
+    from compat import notices
+
+    notices.emit(warning, notices.find_call_site())
 
 
 def _axes_dict(key: str, spec: Any) -> dict[int, str]:
@@ -301,7 +306,7 @@ def rename_graph(model: Any, plan: ShapePlan) -> None:
         if value is None and ax.leaf < len(inputs) and len(inputs) == len(plan.leaf_names):
             value = inputs[ax.leaf]
         if value is None or value.shape is None:
-            warnings.warn(f"dynamic_axes[{ax.key!r}]: input not found in the exported graph", DynamicAxesWarning, stacklevel=2)
+            _warn_at_call_site(DynamicAxesWarning(f"dynamic_axes[{ax.key!r}]: input not found in the exported graph"))
             continue
         dim = value.shape[ax.axis]
         if not isinstance(dim, ir.SymbolicDim) or dim.value is None:

@@ -47,6 +47,7 @@ class Plan:
 def plan(req: ExportRequest) -> Plan:
     """The torch.export call that gives every legacy option of ``req`` its legacy meaning."""
     refuse_legacy_only(req)
+    refuse_for_exported_program(req)
     given = req.given
     out = Plan(
         args=req.args,
@@ -95,6 +96,36 @@ def refuse_legacy_only(req: ExportRequest) -> None:
         )
 
 
+def refuse_for_exported_program(req: ExportRequest) -> None:
+    """Legacy options that would change how the model is captured cannot apply to an
+    ``ExportedProgram``: it was captured already. Refused before export, with what to do instead."""
+    if not _is_exported_program(req.model):
+        return
+    if req.training == "TRAINING":
+        raise CompatValueError(
+            "training=TRAINING cannot switch an ExportedProgram to train mode: its mode was fixed "
+            "when it was captured. Capture the program with the model in train mode "
+            "(model.train() before torch.export.export), or pass the nn.Module"
+        )
+    if req.training == "EVAL" and "training" in req.given and training.captured_in_train_mode(req.model):
+        raise CompatValueError(
+            "training=EVAL cannot switch an ExportedProgram to eval mode: it was captured in train "
+            "mode. Capture the program with the model in eval mode (model.eval() before "
+            "torch.export.export), or pass the nn.Module"
+        )
+    if req.dynamic_axes is not None:
+        raise CompatValueError(
+            "dynamic_axes cannot change an ExportedProgram's shapes: capture it with dynamic_shapes, "
+            "or pass the nn.Module"
+        )
+
+
+def _is_exported_program(model: Any) -> bool:
+    import torch
+
+    return isinstance(model, torch.export.ExportedProgram)
+
+
 def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
     if req.dynamic_axes is None:
         return
@@ -123,7 +154,13 @@ def _training(req: ExportRequest, out: Plan) -> None:
         raise CompatValueError(f"training={req.training!r}: expected EVAL, PRESERVE or TRAINING")
     out.model_mode = functools.partial(training.model_mode, req.model, req.training)
     train = training.exports_train_mode(req.model, req.training)
-    if train:
+    if _is_exported_program(req.model):
+        if train:
+            out.translation_table.update(training.translation_table())
+        mode = "train" if train else "eval"
+        action = (f"an ExportedProgram keeps the mode it was captured in ({mode})"
+                  + ("; BatchNorm exported with batch statistics" if train else ""))
+    elif train:
         out.translation_table.update(training.translation_table())
         action = (
             "model captured in train mode (restored after); BatchNorm exported with batch statistics, "
@@ -181,25 +218,60 @@ def _custom_opsets(req: ExportRequest, out: Plan) -> None:
 
 def _initializers(req: ExportRequest, out: Plan) -> None:
     keep = bool(req.keep_initializers_as_inputs)
+    if req.export_params and not keep:
+        if "keep_initializers_as_inputs" in req.given:
+            out.record(NO_CODE, "keep_initializers_as_inputs", "False is the torch.export route's default; dropped")
+        return
+    names = weight_names(req.model)
+    # Parameters are inputs now: optimizing before they are marked as inputs would fold them into
+    # derived constants (no longer named, fed or overridable), so the optimizer runs afterwards.
+    optimize = bool(out.export_kwargs.get("optimize"))
+    out.export_kwargs["optimize"] = False
+    out.post_process.append(functools.partial(
+        initializers_as_inputs, names=names, drop_data=not req.export_params, optimize=optimize))
+    unfolded = "; the graph is optimized after, without folding them" if optimize else ""
     if not req.export_params:
-        out.post_process.append(functools.partial(initializers_as_inputs, drop_data=True))
         out.record(NO_CODE, "export_params",
-                   "False: parameters become graph inputs without data, as in the legacy exporter")
-    elif keep:
-        out.post_process.append(functools.partial(initializers_as_inputs, drop_data=False))
-        out.record(NO_CODE, "keep_initializers_as_inputs", "True: initializers also listed as graph inputs")
-    elif "keep_initializers_as_inputs" in req.given:
-        out.record(NO_CODE, "keep_initializers_as_inputs", "False is the torch.export route's default; dropped")
+                   "False: parameters and buffers become graph inputs without data, as in the legacy "
+                   f"exporter; other constants keep their data{unfolded}")
+    else:
+        out.record(NO_CODE, "keep_initializers_as_inputs",
+                   "True: parameters and buffers also listed as graph inputs (overridable), as in the "
+                   f"legacy exporter; other constants stay plain initializers{unfolded}")
 
 
-def initializers_as_inputs(program: Any, drop_data: bool) -> None:
-    """List the initializers as graph inputs (legacy ``keep_initializers_as_inputs=True``); with
-    ``drop_data`` also drop their data (legacy ``export_params=False``)."""
+def weight_names(model: Any) -> frozenset[str]:
+    """Names the exporter gives the initializers of ``model``'s parameters and buffers (their
+    fully qualified names, tied aliases included)."""
+    import torch
+
+    if isinstance(model, torch.export.ExportedProgram):
+        sig = model.graph_signature
+        return frozenset((*sig.parameters, *sig.buffers))
+    if isinstance(model, torch.nn.Module):
+        return frozenset(
+            [n for n, _ in model.named_parameters(remove_duplicate=False)]
+            + [n for n, _ in model.named_buffers(remove_duplicate=False)]
+        )
+    return frozenset()
+
+
+def initializers_as_inputs(program: Any, names: frozenset[str], drop_data: bool, optimize: bool) -> None:
+    """List the parameter/buffer initializers (``names``) as graph inputs, as the legacy
+    ``keep_initializers_as_inputs=True`` did; with ``drop_data`` also drop their data (legacy
+    ``export_params=False``). Every other initializer (constants the exporter made) keeps its data
+    and is not an input, so the model needs no feeds beyond its inputs and weights. With
+    ``optimize``, run the exporter's optimizer afterwards (it does not fold graph inputs)."""
     graph = program.model.graph
     present = {v.name for v in graph.inputs}
-    graph.inputs.extend(v for v in graph.initializers.values() if v.name not in present)
+    weights = [v for name, v in graph.initializers.items() if name in names]
+    graph.inputs.extend(v for v in weights if v.name not in present)
+    if optimize:
+        program.optimize()
+        graph = program.model.graph
     if drop_data:
-        graph.initializers.clear()
+        for name in [n for n in graph.initializers if n in names]:
+            graph.initializers.pop(name)
 
 
 def _opset(req: ExportRequest, out: Plan) -> None:

@@ -53,9 +53,17 @@ def target_opset(req: ExportRequest) -> int:
     return req.opset_version or torch_caps.dynamo_default_opset()
 
 
-def _domain_version(req: ExportRequest, fallback: int) -> Callable[[str], int]:
+#: a custom domain's version when ``custom_opsets`` does not name it (as the TorchScript route does)
+DEFAULT_DOMAIN_VERSION = 1
+
+
+def _domain_version(req: ExportRequest) -> Callable[[str], int]:
+    """Version of each custom domain a symbolic emits into: ``custom_opsets``, else 1.
+
+    A registration's opset is the ONNX opset from which its symbolic applies, never the version
+    of the domains it emits (onnxruntime refuses e.g. ``com.microsoft`` above 1)."""
     custom = dict(req.custom_opsets or {})
-    return lambda domain: int(custom.get(domain, fallback))
+    return lambda domain: int(custom.get(domain, DEFAULT_DOMAIN_VERSION))
 
 
 def overloads(name: str) -> list[Any]:
@@ -95,7 +103,7 @@ def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callab
     list_return = len(schema.returns) == 1 and "[]" in str(schema.returns[0].type)
     single = len(schema.returns) == 1 and not list_return
     label = legacy_graph.qualname(reg.fn)
-    versions = _domain_version(state.req, reg.opset_version)
+    versions = _domain_version(state.req)
 
     def translate(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -150,7 +158,7 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
                 on_translated=lambda cls: state.note(
                     "ONX302", f"{cls.__module__}.{cls.__qualname__}",
                     "became an opaque op translated by its own symbolic"),
-                opset=opset, domain_version=_domain_version(req, 1),
+                opset=opset, domain_version=_domain_version(req),
             ))
             plan.translation_table.update(fn_session.translation_table)
         try:

@@ -45,6 +45,16 @@ def legacy_custom_symbolics() -> dict[str, dict[int, Callable[..., Any]]]:
     return out
 
 
+def legacy_dispatch(name: str, opset: int) -> Callable[..., Any] | None:
+    """The symbolic torch's TorchScript exporter would use for ``name`` at ``opset`` (a custom
+    override or its own built-in one), or None when it has none / no registry."""
+    if not torch_caps.has_legacy_symbolic_registry():
+        return None
+    registry = _get(*torch_caps.SYMBOLICS_INTERNALS[3])
+    group = registry.get_function_group(name)
+    return group.get(opset) if group is not None else None
+
+
 def graph_context_class() -> type:
     """``jit_utils.GraphContext``: the ``g`` legacy symbolics receive."""
     return _get(*torch_caps.SYMBOLICS_INTERNALS[1])

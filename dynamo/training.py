@@ -20,10 +20,28 @@ EVAL, PRESERVE, TRAINING = "EVAL", "PRESERVE", "TRAINING"
 def exports_train_mode(model: Any, training: str) -> bool:
     """Whether the graph is captured with modules in train mode (TRAINING, or PRESERVE of a
     train-mode model)."""
+    if isinstance(model, torch.export.ExportedProgram):
+        # its mode was fixed at capture (TRAINING on one is refused before export)
+        return captured_in_train_mode(model)
     if training == TRAINING:
         return True
     if training == PRESERVE and isinstance(model, torch.nn.Module):
         return any(m.training for m in model.modules())
+    return False
+
+
+def captured_in_train_mode(program: torch.export.ExportedProgram) -> bool:
+    """Whether ``program`` was captured with train-mode BatchNorm/Dropout (an op of its graph has
+    a true ``training``/``train`` argument)."""
+    for node in program.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None:
+            continue
+        for i, arg in enumerate(schema.arguments):
+            if arg.name in ("training", "train") and str(arg.type) == "bool":
+                value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name, False)
+                if value is True:
+                    return True
     return False
 
 
@@ -36,17 +54,32 @@ def model_mode(model: Any, training: str) -> Iterator[None]:
         return
     flags = [(m, m.training) for m in model.modules()]
     saved = _snapshot_buffers(model) if exports_train_mode(model, training) else None
+    hook = None
     try:
         if training == EVAL:
             model.eval()
         elif training == TRAINING:
             model.train()
+        if model.training and saved is not None:
+            # A train-mode capture the caller asked for: torch's exporter checks the top-level
+            # flag on entry and warns "Exporting a model while it is in training mode" (at this
+            # package's line). Clear the flag for that check; set it again as the capture calls
+            # the model (no warnings.catch_warnings: it would reset once-per-site registries).
+            model.training = False
+            hook = model.register_forward_pre_hook(_train_on_call, prepend=True)
         yield
     finally:
+        if hook is not None:
+            hook.remove()
         for m, flag in flags:
             m.training = flag
         if saved is not None:
             _restore_buffers(model, saved)
+
+
+def _train_on_call(module: torch.nn.Module, args: Any) -> None:
+    if not module.training:
+        module.training = True
 
 
 def _snapshot_buffers(model: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:

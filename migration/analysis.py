@@ -59,12 +59,73 @@ class Context:
                  preamble: ast.Module | None = None) -> None:
         self.text = text
         self.lines = text.splitlines()
+        self.src_lines = _splitlines(text)  # as ast counts lines (keeps the line ends)
         self.tree = tree
         self.path = path
         self.resolver = Resolver(tree, preamble)
         self.evidence = evidence or {}
         self.findings: list[Finding] = []
         self.facts: dict[str, Any] = {}  # module-level facts rules share (e.g. custom symbolics)
+        self.enabled: Any = lambda code, *lines: True  # set by the engine: selected, not noqa'd
+        self._parents: dict[ast.AST, ast.AST] | None = None
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The syntactic parent of ``node`` (the map is built once, on first use)."""
+        if self._parents is None:
+            self._parents = {c: p for p in ast.walk(self.tree) for c in ast.iter_child_nodes(p)}
+        return self._parents.get(node)
+
+    def names(self) -> set[str]:
+        """Every name the module binds or reads (computed once)."""
+        if "names" not in self.facts:
+            out: set[str] = set()
+            for n in ast.walk(self.tree):
+                if isinstance(n, ast.Name):
+                    out.add(n.id)
+                elif isinstance(n, ast.arg):
+                    out.add(n.arg)
+                elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    out.add(n.name)
+                elif isinstance(n, ast.alias):
+                    out.add((n.asname or n.name).split(".")[0])
+                elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                    out.update(n.names)
+            self.facts["names"] = out
+        return self.facts["names"]
+
+    def import_module(self, module: str, scope: list[Scope]) -> tuple[str, tuple[Edit, ...]]:
+        """A spelling of top-level ``module`` at ``scope``, and the import edit it needs (if
+        any): ``import onnx``, or ``import onnx as _onnx`` when ``onnx`` already names
+        something else in the module."""
+        ref = self.module_ref(module, scope)
+        if ref is not None:
+            return ref, ()
+        if module not in self.names():
+            return module, (Edit("import", (0, 0), (f"import {module}",)),)
+        alias = f"_{module}"
+        while alias in self.names():
+            alias = "_" + alias
+        return alias, (Edit("import", (0, 0), (f"import {module} as {alias}",)),)
+
+    def block_statement(self, call: ast.Call) -> ast.stmt | None:
+        """The statement ``call`` is, when statements may be inserted around it.
+
+        That is an expression statement or the value of an assignment, alone on its own lines
+        inside a block (not a ``return``, a one-line ``if c: ...`` body, a lambda or a
+        comprehension); None otherwise.
+        """
+        stmt = self.parent(call)
+        if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) or stmt.value is not call:
+            return None
+        holder = self.parent(stmt)
+        if holder is None or not any(stmt in getattr(holder, f, ()) for f in
+                                     ("body", "orelse", "finalbody")):
+            return None
+        first = self.lines[stmt.lineno - 1].encode("utf-8")[:stmt.col_offset]
+        last = self.lines[stmt.end_lineno - 1].encode("utf-8")[stmt.end_col_offset:]  # type: ignore[index]
+        if first.strip() or (last.strip() and not last.strip().startswith(b"#")):
+            return None
+        return stmt
 
     def evidence_for(self, node: ast.AST) -> dict | None:
         """The ledger's verdict for the call spanning ``node``'s lines (start line first)."""
@@ -86,7 +147,20 @@ class Context:
 
     def src(self, node: ast.AST) -> str:
         """The source text of ``node`` as written."""
-        return ast.get_source_segment(self.text, node) or ""
+        # ast.get_source_segment splits the whole text on every call (quadratic per file)
+        try:
+            l1, l2 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            c1, c2 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return ""
+        if l2 is None or c2 is None or l2 >= len(self.src_lines):
+            return ""
+        lines = self.src_lines
+        if l1 == l2:
+            return lines[l1].encode("utf-8")[c1:c2].decode("utf-8")
+        first = lines[l1].encode("utf-8")[c1:].decode("utf-8")
+        last = lines[l2].encode("utf-8")[:c2].decode("utf-8")
+        return "".join([first, *lines[l1 + 1:l2], last])
 
     def qualnames(self, expr: ast.expr, scope: list[Scope]) -> set[str]:
         return self.resolver.qualnames(expr, scope_chain(scope))
@@ -116,6 +190,11 @@ class Context:
         )
 
 
+def _splitlines(text: str) -> list[str]:
+    """Lines with their ends, split where the tokenizer splits (not at \\f or \\x1c..)."""
+    return re.split(r"(?<=\r\n)|(?<=\n)|(?<=\r)(?!\n)", text)
+
+
 def literal(node: ast.expr | None) -> Any:
     """The Python value of a literal expression, or ``...`` when it is not a literal."""
     if node is None:
@@ -136,7 +215,9 @@ def kwargs_may_set_dynamo(ctx: Context, expr: ast.expr, scope: list[Scope]) -> b
     """Whether a ``**expr`` forwards ``dynamo=`` (version gates such as ``{"dynamo": False}``)."""
     if _DYNAMO_KEY.search(ctx.src(expr)):
         return True
-    if isinstance(expr, ast.Name):
+    if "dynamo_key" not in ctx.facts:  # once per file: most files never spell it
+        ctx.facts["dynamo_key"] = bool(_DYNAMO_KEY.search(ctx.text))
+    if isinstance(expr, ast.Name) and ctx.facts["dynamo_key"]:
         holder = scope[-1]
         first = getattr(holder, "lineno", 1)
         last = expr.lineno

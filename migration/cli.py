@@ -182,6 +182,10 @@ def _main(args: argparse.Namespace) -> int:
             raise UsageError(f"no such file or folder: {p}")
     files = sorted(iter_files(paths, exclude))
     progress = (not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI"))
+    if ledger is not None and not any(ledger.evidence(f) for f in files):
+        print(f"compat.migrate: warning: no record of {', '.join(ledger_paths)} matched a file "
+              f"being migrated ({len(ledger.sites)} call site(s) recorded); is it this "
+              "project's ledger?", file=sys.stderr)
     results = run_files(files, opts, jobs, progress)
     results.sort(key=lambda r: r.path)
     return _report(results, args, opts, fmt)

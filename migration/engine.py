@@ -68,9 +68,20 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
             return [Finding(SYNTAX_ERROR, exc.lineno or 1, (exc.offset or 0) or 1, "none",
                             note=f"SyntaxError: {exc.msg}", path=path)]
     ctx = Context(text, tree, path, evidence, preamble)
-    found = analyze(ctx)
     lines = ctx.lines
-    out = [f for f in found if opts.wanted(f.code) and not _noqa(f, lines)]
+    ctx.enabled = lambda code, line, *more: opts.wanted(code) and not _noqa(
+        Finding(code, line, 1, lines=more), lines)
+    found = analyze(ctx)
+    out, off = [], []
+    for f in found:
+        (out if opts.wanted(f.code) and not _noqa(f, lines) else off).append(f)
+    # edits belong to the finding that makes them: a fix that needs a suppressed or unselected
+    # finding's edits (e.g. ONX001's dynamo=, ONX206's keywords) is reported without a fix
+    foreign = {e for f in off for e in f.edits if e.kind != "import"}
+    if foreign:
+        for f in out:
+            if foreign.intersection(f.edits):
+                f.edits, f.applicability = (), "none"
     out.sort(key=lambda f: (f.line, f.column, f.code))
     return out
 

@@ -37,9 +37,10 @@ class Finding:
 
     @property
     def message(self) -> str:
-        """The catalog's message (so runtime warnings and findings agree), plus a site note."""
+        """The catalog's message (so runtime warnings and findings agree), plus a site note;
+        without the leading code (every format shows ``code`` on its own)."""
         entry = BY_CODE.get(self.code)
-        base = entry.message() if entry else self.note
+        base = entry.message().removeprefix(self.code + " ") if entry else self.note
         if entry and self.note:
             return f"{base} [{self.note}]"
         return base

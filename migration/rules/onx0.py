@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from compat.catalog import DYNAMO_MIN_OPSET, OPTION_CODES
+
 from ..analysis import Context, ExportCall, literal
 from ..model import Edit
 from . import onx1, onx2
@@ -35,6 +37,11 @@ def _comment(route: Route) -> str:
     return f"# {tag}: dynamo=False because {reasons}"
 
 
+def _enabled(ctx: Context, ec: ExportCall, code: str) -> bool:
+    lines = [o.value.lineno for o in ec.options.values() if OPTION_CODES.get(o.name) == code]
+    return ctx.enabled(code, *lines, ec.node.lineno)
+
+
 def decide(ctx: Context, ec: ExportCall) -> Route:
     """Where this call should export, and the edits that pin it there."""
     opt = ec.options.get("dynamo")
@@ -44,12 +51,16 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     if ec.dynamo_maybe_in_kwargs:
         return Route(None, explicit=True)
     if ec.custom_symbolics:
-        ref = ctx.module_ref("compat", ec.scope)
-        edits: list[Edit] = [Edit("func", ec.key, (f"{ref or 'compat'}.export",))]
-        if ref is None:
-            edits.append(Edit("import", (0, 0), ("import compat",)))
+        ref, imports = ctx.import_module("compat", ec.scope)
+        edits: list[Edit] = [Edit("func", ec.key, (f"{ref}.export",)), *imports]
         return Route(None, pin_edits=tuple(edits), via_compat=True)
-    pins = onx2.pin_reason(ctx, ec) + onx1.pin_reason(ctx, ec)
+    pins = [(code, why) for code, why in onx2.pin_reason(ctx, ec) + onx1.pin_reason(ctx, ec)
+            if _enabled(ctx, ec, code)]  # a suppressed finding makes no decision either
+    opset = literal(ec.options["opset_version"].value) if "opset_version" in ec.options else None
+    if isinstance(opset, int) and not isinstance(opset, bool) and opset < DYNAMO_MIN_OPSET:
+        why = (f"opset_version={opset} is below {DYNAMO_MIN_OPSET}, the lowest opset the "
+               "torch.export exporter builds")
+        pins.append(("ONX001", why))
     evidence = ctx.evidence_for(ec.node)
     if evidence is not None:
         dynamo = evidence.get("route_taken") == "dynamo"
@@ -58,8 +69,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     else:
         route = Route(not pins, pins=pins)
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
-    if route.dynamo:
-        has_f = ec.f is not None and literal(ec.f) is not None
+    if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
+        has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
             edits.append(Edit("add", ec.key, ("external_data", "False")))
     else:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from typing import TYPE_CHECKING
 
 from compat.catalog import OPTION_CODES
 
 from ..analysis import Context, ExportCall, Option, literal, member
 from ..model import Edit
-from ..resolve import Scope
+from ..resolve import Scope, dotted
 
 if TYPE_CHECKING:
     from .onx0 import Route
@@ -26,7 +25,7 @@ WRAPPER_KEYWORDS = (
 
 def _training(node: ast.expr) -> str | None:
     value = literal(node)
-    if value is False:
+    if value is False or value is None:  # torch 1.x: None (the 1.11 layout's default) is EVAL
         return "EVAL"
     if value is True:
         return "TRAINING"
@@ -34,10 +33,10 @@ def _training(node: ast.expr) -> str | None:
 
 
 def _bool_training_fix(ctx: Context, ec: ExportCall, opt: Option) -> Edit | None:
-    """``training=False/True`` (torch 1.x) is a TypeError on torch >= 2.x: drop False (EVAL is
-    the default), spell True as ``TrainingMode.TRAINING``."""
+    """``training=False/True/None`` (torch 1.x) is a TypeError on torch >= 2.x: drop False and
+    None (EVAL is the default), spell True as ``TrainingMode.TRAINING``."""
     value = literal(opt.value)
-    if value is False:
+    if value is False or value is None:
         return Edit("drop", ec.key, ("training",))
     ref = ctx.module_ref("torch.onnx", ec.scope) if value is True else None
     return Edit("set", ec.key, ("training", f"{ref}.TrainingMode.TRAINING")) if ref else None
@@ -58,7 +57,7 @@ def harmless(ctx: Context, ec: ExportCall, opt: Option) -> bool:
     if name == "custom_opsets":
         return value is None or value == {}
     if name == "dynamic_axes":
-        return dynamic_shapes_code(ctx, ec) is not None
+        return value is None or dynamic_shapes_code(ctx, ec) is not None
     return False
 
 
@@ -69,11 +68,23 @@ def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
         code = OPTION_CODES.get(name)
         if code and code.startswith("ONX1") and not harmless(ctx, ec, opt):
             if name == "dynamic_axes":
-                why = "dynamic_axes is not a literal this tool can convert; write dynamic_shapes"
+                why = _axes_reason(ctx, ec)
             else:
                 why = f"{name}={ctx.src(opt.value)} needs the TorchScript exporter"
             out.append((code, why))
     return out
+
+
+def _axes_reason(ctx: Context, ec: ExportCall) -> str:
+    """Why literal-or-not ``dynamic_axes`` could not become ``dynamic_shapes``."""
+    if not isinstance(literal(ec.options["dynamic_axes"].value), dict):
+        return "dynamic_axes is not a literal this tool can convert; write dynamic_shapes"
+    if not isinstance(literal(ec.options["input_names"].value) if "input_names" in ec.options
+                      else ..., (list, tuple)):
+        return ("dynamic_axes needs literal input_names to be mapped to the inputs; "
+                "write dynamic_shapes")
+    return ("dynamic_axes cannot be mapped to the inputs (kwargs, a trailing dict or *args in "
+            "args, or names that are not inputs); write dynamic_shapes")
 
 
 def dynamic_shapes_code(ctx: Context, ec: ExportCall) -> str | None:
@@ -119,18 +130,79 @@ def dynamic_shapes_code(ctx: Context, ec: ExportCall) -> str | None:
     return "(" + ", ".join(entries) + ("," if count == 1 else "") + ")"
 
 
-_EVAL_RE = r"(?:\.eval\(\s*\)|\.train\(\s*(?:False|mode\s*=\s*False)\s*\))"
+_SAME_MODULE = ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_")
+
+
+def _sets_eval(call: ast.expr) -> bool | None:
+    """True for ``x.eval()`` / ``x.train(False)``, False for other ``train`` calls; else None."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    if call.func.attr == "eval" and not call.args and not call.keywords:
+        return True
+    if call.func.attr == "train":
+        vals = list(call.args) + [k.value for k in call.keywords if k.arg in (None, "mode")]
+        return len(vals) == 1 and literal(vals[0]) is False
+    return None
+
+
+def _mode_of(stmt: ast.stmt, name: list[str]) -> bool | None:
+    """What ``stmt`` does to the mode of model ``name``: True eval, False train/unknown, None
+    nothing."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+            and isinstance(stmt.value.func, ast.Attribute) and dotted(stmt.value.func.value) == name:
+        verdict = _sets_eval(stmt.value)
+        if verdict is not None:
+            return verdict
+    targets = (stmt.targets if isinstance(stmt, ast.Assign) else
+               [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else [])
+    if any(dotted(t) == name for t in targets):
+        value = getattr(stmt, "value", None)
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            verdict = _sets_eval(value)
+            if verdict is not None:
+                return verdict
+            if value.func.attr not in _SAME_MODULE:
+                return False
+            value = value.func.value
+        return None if dotted(value) == name else False  # `m = m.to(dev)` keeps the mode
+    for node in ast.walk(stmt):  # anything else touching the model's mode: not evidently eval
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("eval", "train") and dotted(node.func.value) == name:
+            return False
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store) \
+                and dotted(node) == name:
+            return False
+    return None
 
 
 def evidently_eval(ctx: Context, ec: ExportCall) -> bool:
-    """The model was put in eval mode earlier in the same scope (``m.eval()``, ``m = M().eval()``)."""
-    if ec.model is None:
+    """The model is in eval mode at the call: the last statement before it (same block, or an
+    enclosing ``if``/``with``/``try`` body of the same scope) that sets the mode of that name is
+    ``m.eval()``, ``m.train(False)`` or ``m = M().eval()``."""
+    name = dotted(ec.model) if ec.model is not None else None
+    if not name:
         return False
-    model = re.escape(ctx.src(ec.model))
-    first = getattr(ec.scope[-1], "lineno", 1)
-    region = "\n".join(ctx.lines[first - 1: ec.node.lineno - 1])
-    return bool(re.search(rf"(?<![\w.]){model}\s*{_EVAL_RE}", region)
-                or re.search(rf"(?m)^\s*{model}\s*=.*{_EVAL_RE}\s*$", region))
+    node: ast.AST = ec.node
+    while True:
+        holder = ctx.parent(node)
+        if holder is None or isinstance(holder, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                                                 ast.GeneratorExp)):
+            return False
+        if not isinstance(node, ast.stmt):
+            node = holder
+            continue
+        block = next((getattr(holder, f) for f in ("body", "orelse", "finalbody")
+                      if node in getattr(holder, f, ())), None)
+        if block is None:
+            return False
+        for prev in reversed(block[:block.index(node)]):
+            verdict = _mode_of(prev, name)
+            if verdict is not None:
+                return verdict
+        if not isinstance(holder, (ast.If, ast.With, ast.AsyncWith, ast.Try)) \
+                or (isinstance(holder, ast.Try) and block is not holder.body):
+            return False  # scope start, loop body, handler: nothing known
+        node = holder
 
 
 def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
@@ -148,7 +220,7 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
             bool_fix = _bool_training_fix(ctx, ec, opt) if name == "training" else None
             if bool_fix is not None:
                 ctx.emit(code, opt.value, "safe", ec.edits_for(opt, bool_fix, *pins),
-                         note="torch 1.x bool: the TorchScript exporter now takes a TrainingMode",
+                         note="torch 1.x value: the TorchScript exporter now takes a TrainingMode",
                          anchor=ec.node)
             elif pins:
                 ctx.emit(code, opt.value, "safe", ec.edits_for(opt, *pins),
@@ -163,7 +235,7 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
         elif not harmless(ctx, ec, opt):
             ctx.emit(code, opt.value, note="ignored with dynamo=True", anchor=ec.node)
         elif name == "dynamic_axes":
-            shapes = dynamic_shapes_code(ctx, ec)
+            shapes = "None" if literal(opt.value) is None else dynamic_shapes_code(ctx, ec)
             edits = ((Edit("drop", k, (name,)),) if shapes == "None" else
                      (Edit("rename", k, (name, "dynamic_shapes")),
                       Edit("set", k, ("dynamic_shapes", shapes))))
@@ -174,7 +246,7 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
             if evidently_eval(ctx, ec):
                 ctx.emit(code, opt.value, "safe", ec.edits_for(opt, drop, *add_route),
                          note="the model is in eval mode", anchor=ec.node)
-            elif ec.model is not None and isinstance(ec.model, (ast.Name, ast.Attribute)):
+            elif dotted(ec.model) and ctx.block_statement(ec.node) is not None:
                 edits = ec.edits_for(opt, drop, Edit("before", k, (f"{ctx.src(ec.model)}.eval()",)),
                                      *add_route)
                 ctx.emit(code, opt.value, "unsafe", edits, note="adds model.eval()",

@@ -98,12 +98,11 @@ def _checker(ctx: Context, ec: ExportCall, opt) -> None:
     drop = Edit("drop", ec.key, (opt.name,))
     if value is False or value is None:
         ctx.emit("ONX203", opt.value, "safe", ec.edits_for(opt, drop), anchor=ec.node)
-    elif value is True and ec.f is not None and literal(ec.f) is not None:
-        onnx_ref = ctx.module_ref("onnx", ec.scope)
-        check = f"{onnx_ref or 'onnx'}.checker.check_model({ctx.src(ec.f)})"
-        edits = [drop, Edit("after", ec.key, (check,))]
-        if onnx_ref is None:
-            edits.append(Edit("import", (0, 0), ("import onnx",)))
+    elif value is True and ec.f is not None and literal(ec.f) is not None \
+            and ctx.block_statement(ec.node) is not None:
+        onnx_ref, imports = ctx.import_module("onnx", ec.scope)
+        check = f"{onnx_ref}.checker.check_model({ctx.src(ec.f)})"
+        edits = [drop, Edit("after", ec.key, (check,)), *imports]
         ctx.emit("ONX203", opt.value, "unsafe", ec.edits_for(opt, *edits),
                  note="adds onnx.checker.check_model after the export", anchor=ec.node)
     else:
@@ -135,7 +134,9 @@ _SCRIPTED = re.compile(r"\bjit\s*\.\s*script\b|\bScriptModule\b|\bjit\s*\.\s*loa
 def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
     """Removed options whose meaning only the TorchScript exporter keeps: (code, reason)."""
     out = []
-    if "example_outputs" in ec.options and _SCRIPTED.search(ctx.text):
+    if "scripted" not in ctx.facts:  # a per-file fact: searched once, not once per call
+        ctx.facts["scripted"] = bool(_SCRIPTED.search(ctx.text))
+    if "example_outputs" in ec.options and ctx.facts["scripted"]:
         # example_outputs was required for ScriptModules; plain modules only traced, which
         # torch.export does as well, so the option is simply dropped for them
         why = "example_outputs= with a ScriptModule in this file: those need the TorchScript exporter"

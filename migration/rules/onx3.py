@@ -35,10 +35,8 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     hit = next((REGISTER[q] for q in quals if q in REGISTER), None)
     if hit is None:
         return
-    ref = ctx.module_ref("compat", scope)
-    edits = [Edit("func", ctx.key(node), (f"{ref or 'compat'}.{hit}",))]
-    if ref is None:
-        edits.append(Edit("import", (0, 0), ("import compat",)))
+    ref, imports = ctx.import_module("compat", scope)
+    edits = [Edit("func", ctx.key(node), (f"{ref}.{hit}",)), *imports]
     ctx.emit("ONX301", node, "safe", tuple(edits), note=f"compat.{hit}")
     ctx.facts["custom_symbolics"] = True
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -210,6 +212,7 @@ def test_translation_recorded_and_unmatched_key_warned(pair):
     if name == "whisper":
         assert "attention_mask" in rec[0].action
         assert len(unmatched) == 1 and "attention_mask" in str(unmatched[0].message)
+        assert unmatched[0].filename == __file__  # the user's export call, not dynamo/
     else:
         assert not unmatched
     if case.example.get("batch_size") == 1 or case.example.get("n_audio") == 1:
@@ -321,3 +324,71 @@ def test_trailing_dict_conventions_like_legacy():
     assert parity.describe(proto)["inputs"] == {"x": ["n", 3], "scale": ["n", 3]}
     x3, s3 = torch.randn(3, 3), torch.randn(3, 3)
     np.testing.assert_allclose(parity.run(proto, {"x": x3, "scale": s3})[0], (x3 * s3).numpy(), rtol=1e-6)
+
+
+# --- DynamicAxesWarning: at the user's call site, once per call site ------------------------------
+
+SCRIPT = """
+import torch
+import dynamo
+from compat.request import ExportRequest
+
+
+class Twice(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+x = torch.randn(3, 4)
+for _ in range(3):
+    outcome = dynamo.export(ExportRequest(model=Twice(), args=(x,), input_names=("x",), given=frozenset({"dynamic_axes"}),
+                                          dynamic_axes={"x": {0: "batch"}, "attention_mask": {0: "batch"}}))
+import onnxruntime as ort
+sess = ort.InferenceSession(outcome.program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+y = torch.randn(5, 4)
+assert abs(sess.run(None, {"x": y.numpy()})[0] - (y * 2).numpy()).max() < 1e-6
+print("OK")
+"""
+
+
+def test_unmatched_key_warning_points_at_the_users_line_once(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_export.py"
+    script.write_text(SCRIPT)
+    root = str(Path(dynamo.__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}  # the default filters
+    env["PYTHONPATH"] = root
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=300, check=False)
+    assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-3000:]
+    line = next(i for i, text in enumerate(SCRIPT.splitlines(), 1) if "outcome = dynamo.export" in text)
+    shown = [ln for ln in done.stderr.splitlines() if "DynamicAxesWarning" in ln]
+    want = (f"{script}:{line}: DynamicAxesWarning: dynamic_axes key 'attention_mask' names no graph "
+            "input or output (inputs: ['x'], outputs: []); it is ignored, as the TorchScript exporter did")
+    assert shown == [want]
+
+
+def test_dynamic_axes_warning_is_a_user_warning():
+    assert issubclass(DynamicAxesWarning, UserWarning)
+
+
+# --- ExportedProgram: its shapes were fixed when it was captured ----------------------------------
+
+def test_dynamic_axes_on_an_exported_program_fail_early_with_how_to_fix():
+    m = Stateful().eval()
+    args = (torch.randn(3, 6), (torch.randn(3, 6), torch.randn(3, 6)))
+    ep = torch.export.export(m, args)
+    with pytest.raises(CompatValueError) as info:
+        dynamo.export(_req(model=ep, args=args, dynamic_axes={"x": {0: "batch"}}))
+    assert str(info.value) == ("dynamic_axes cannot change an ExportedProgram's shapes: capture it with "
+                               "dynamic_shapes, or pass the nn.Module")
+    # the way out it names: a program captured with dynamic_shapes runs at other batch sizes
+    batch = torch.export.Dim("batch")
+    ep = torch.export.export(m, args, dynamic_shapes=({0: batch}, ({0: batch}, {0: batch})))
+    proto = dynamo.export(_req(model=ep, args=args, given=frozenset())).program.model_proto
+    new_args = (torch.randn(5, 6), (torch.randn(5, 6), torch.randn(5, 6)))
+    feeds = dict(zip(("x", "h", "c"), (new_args[0], *new_args[1])))
+    for got, want in zip(parity.run(proto, feeds), parity.eager(m, new_args)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -183,3 +183,67 @@ def test_is_in_onnx_export_true_while_either_route_captures():
     for proto in (new, old):
         np.testing.assert_allclose(parity.run(proto, {"x": X2})[0], (X2 + 1).numpy())
     assert not torch.onnx.is_in_onnx_export()
+
+
+# --- export_params=False / keep_initializers_as_inputs: only weights become inputs --------------
+
+class ClampReshape(nn.Module):
+    """Constants besides the weights (clamp bounds, a reshape shape) and weights torch would fold."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(4, 10)
+        self.w = nn.Parameter(torch.randn(10, 10))
+        self.register_buffer("scale", torch.full((10,), 2.0))
+
+    def forward(self, x):
+        y = self.fc(x).clamp(-0.3, 0.3) @ (self.w * 2 + 1)
+        return (y * self.scale.exp()).reshape(-1, 5, 1)
+
+
+@pytest.mark.parametrize("options", [
+    {"export_params": False},
+    {"keep_initializers_as_inputs": True},
+    {"export_params": False, "keep_initializers_as_inputs": True},
+    {"export_params": False, "do_constant_folding": False},
+])
+def test_only_parameters_and_buffers_become_inputs(options):
+    m = ClampReshape().eval()
+    x = torch.randn(3, 4)
+    new, outcome = parity.dynamo_proto(_req(m, (x,), opset_version=18, **options))
+    d = parity.describe(new)
+    weights = set(m.state_dict())
+    assert d["all_inputs"][0] == "x" and set(d["all_inputs"][1:]) == weights
+    if options.get("export_params", True):
+        assert weights <= set(d["initializers"])  # with data, overridable
+    else:
+        assert not weights & set(d["initializers"])  # no weight data in the model
+    # other weights fed (or overriding): the model computes with them, so none was folded in
+    other = {k: v + 0.5 for k, v in m.state_dict().items()}
+    with torch.no_grad():
+        m2 = ClampReshape().eval()
+        m2.load_state_dict(other)
+    sess = parity.session(new)
+    for feeds_from, model in ((m.state_dict(), m), (other, m2)):
+        # sess.run directly: parity.run keeps only required inputs, not overridable initializers
+        got = sess.run(None, {k: v.numpy() for k, v in {"x": x, **feeds_from}.items()})[0]
+        np.testing.assert_allclose(got, parity.eager(model, (x,))[0], rtol=1e-5, atol=1e-5)
+    assert {t.option for t in outcome.translations} & set(options)
+
+
+def test_keep_initializers_as_inputs_runs_without_weight_feeds():
+    m = ClampReshape().eval()
+    x = torch.randn(3, 4)
+    new, _ = parity.dynamo_proto(_req(m, (x,), opset_version=18, keep_initializers_as_inputs=True))
+    np.testing.assert_allclose(parity.run(new, {"x": x})[0], parity.eager(m, (x,))[0], rtol=1e-5, atol=1e-5)
+
+
+def test_exported_program_export_params_false():
+    m = ClampReshape().eval()
+    x = torch.randn(3, 4)
+    ep = torch.export.export(m, (x,))
+    new, _ = parity.dynamo_proto(_req(ep, (x,), opset_version=18, export_params=False))
+    assert set(parity.describe(new)["all_inputs"]) == {"x", *m.state_dict()}
+    got = parity.run(new, {"x": x, **m.state_dict()})[0]
+    np.testing.assert_allclose(got, parity.eager(m, (x,))[0], rtol=1e-5, atol=1e-5)

@@ -126,3 +126,65 @@ def test_eval_default_exports_eval_model_and_restores_train_mode():
     assert m.training and all(mod.training for mod in m.modules()) and _same_state(m, state)
     np.testing.assert_allclose(parity.run(proto, {proto.graph.input[0].name: X})[0],
                                parity.eager(m, (X,), train=False)[0], rtol=1e-4, atol=1e-4)
+
+
+# --- ExportedProgram: its mode was fixed when it was captured ------------------------------------
+
+def test_training_on_an_exported_program_is_refused_before_export():
+    import dynamo
+    from compat.errors import CompatValueError
+
+    m = _model().eval()
+    ep = torch.export.export(m, (X,))
+    with pytest.raises(CompatValueError, match="training") as info:
+        dynamo.export(ExportRequest(model=ep, args=(X,), training="TRAINING", given=frozenset({"training"})))
+    assert "train mode" in str(info.value) and "nn.Module" in str(info.value)
+    train_ep = torch.export.export(_model().train(), (X,))
+    with pytest.raises(CompatValueError, match="training=EVAL"):
+        dynamo.export(ExportRequest(model=train_ep, args=(X,), training="EVAL", given=frozenset({"training"})))
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_exported_program_exports_the_mode_it_was_captured_in(train):
+    m = _model().train(train)
+    ep = torch.export.export(m, (X,))
+    req = ExportRequest(model=ep, args=(X,), input_names=("x",), output_names=("y",))
+    new, outcome = parity.dynamo_proto(req)
+    np.testing.assert_allclose(parity.run(new, {"x": X})[0], parity.eager(m, (X,), train=train)[0],
+                               rtol=1e-4, atol=1e-5)
+    mode = "train" if train else "eval"
+    want = (f"training=EVAL: an ExportedProgram keeps the mode it was captured in ({mode}); "
+            "BatchNorm exported with batch statistics")
+    assert [t.action for t in outcome.translations if t.code == "ONX102"] == ([want] if train else [])
+
+
+# --- a train-mode capture the caller asked for: no torch "training mode" warning -----------------
+
+class TopReadsTraining(nn.Module):
+    """The top-level forward reads ``self.training`` too, not only its BatchNorms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _model()
+
+    def forward(self, x):
+        y = self.inner(x)
+        return y * 3 if self.training else y
+
+
+@pytest.mark.parametrize("mode", ["TRAINING", "PRESERVE"])
+def test_requested_train_mode_capture_without_torchs_training_warning(mode):
+    import warnings
+
+    import dynamo
+
+    m = TopReadsTraining().train(mode == "PRESERVE")
+    flags = [x.training for x in m.modules()]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = dynamo.export(ExportRequest(model=m, args=(X,), training=mode, input_names=("x",),
+                                              given=frozenset({"training"})))
+    assert not [w for w in caught if "training mode" in str(w.message)]
+    got = parity.run(outcome.program.model_proto, {"x": X})[0]
+    np.testing.assert_allclose(got, parity.eager(m, (X,), train=True)[0], rtol=1e-4, atol=1e-5)
+    assert [x.training for x in m.modules()] == flags and not m._forward_pre_hooks

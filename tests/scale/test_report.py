@@ -110,3 +110,33 @@ def test_garbage_lines_are_skipped(tmp_path: Path) -> None:
     p = tmp_path / "l.jsonl"
     p.write_text('{"call_site": "a.py:1", "route_taken": "dynamo", "status": "ok"}\nnot json\n[1]\n')
     assert report.build(ledger.read([p]))["calls"] == 1
+
+
+def test_invalid_records_warned_and_junk_only_ledger_exits_2(tmp_path: Path, capsys) -> None:
+    good = '{"call_site": "a.py:1", "route_taken": "dynamo", "status": "ok", "warnings": ["ONX101"]}\n'
+    p = tmp_path / "l.jsonl"
+    p.write_text(good + '{"call_site": "b.py:1", "fallback_reason": 5}\n'
+                 '{"call_site": "c.py:1", "warnings": "ONX101"}\n{"call_site": "d.py:1", "rou\n')
+    out = tmp_path / "r.json"
+    assert report.main([str(p), "--format", "json", "-o", str(out)]) == 0
+    assert "skipped 3 invalid line(s)" in capsys.readouterr().err
+    data = json.loads(out.read_text())
+    assert data["calls"] == 1
+    assert data["legacy_usages"][0]["code"] == "ONX101" and data["legacy_usages"][0]["calls"] == 1
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('{"call_site": "a.py:1", "rou\nnot json\n')
+    assert report.main([str(junk)]) == 2
+    assert "no valid record" in capsys.readouterr().err
+
+
+def test_empty_ledger_says_no_calls(tmp_path: Path, capsys) -> None:
+    p = tmp_path / "empty.jsonl"
+    p.write_text("")
+    assert report.main([str(p)]) == 0
+    text = capsys.readouterr().out
+    assert "no export calls recorded" in text and "every call takes" not in text
+
+
+def test_report_does_not_import_torch() -> None:
+    code = "import sys, compat.report; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0

@@ -42,7 +42,7 @@ def scale_gelu():
     model = ScaleGelu().eval()
     x, y = torch.randn(2, 3), torch.randn(2, 3)
     batch = torch.export.Dim("batch")
-    with H.registrations(("symtest::scale_add", scale_add_symbolic, 9), ("::gelu", gelu_contrib, 1)):
+    with H.registrations(("symtest::scale_add", scale_add_symbolic, 9), ("::gelu", gelu_contrib, 11)):
         outcome = H.export_new(model, (x, y), dynamic_shapes=({0: batch}, {0: batch}))
     return model, outcome
 
@@ -141,3 +141,52 @@ def test_legacy_helpers_see_what_they_expect(old_style_export):
     assert SEEN["k"] == 3 and SEEN["dims"] == [1, 2]
     assert SEEN["sizes"] == [None, 4, 5]  # the dynamic batch is unknown, as with dynamic_axes
     assert SEEN["scalar_type"] == "Float"
+
+
+# -- the registration opset is the ONNX opset the symbolic applies from, not a domain version
+
+class Gelu2(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x) * 2
+
+
+@pytest.mark.parametrize("reg_opset", [11, 17])
+def test_registration_opset_is_not_the_custom_domain_version(reg_opset, tmp_path):
+    model, x = Gelu2().eval(), torch.randn(2, 3)
+    with H.registrations(("::gelu", gelu_contrib, reg_opset)):
+        proto = H.export_new(model, (x,), opset_version=18).program.model_proto
+        legacy = H.export_legacy(model, (x,), tmp_path, opset_version=18, input_names=["x"])
+    # as on the TorchScript route, a custom domain defaults to version 1 (onnxruntime loads it)
+    assert H.opset_imports(proto) == H.opset_imports(legacy) == {"": 18, "com.microsoft": 1}
+    (got,) = H.run_ort(proto, {"x": x})
+    np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_custom_opsets_still_set_the_domain_version_of_a_registration(tmp_path):
+    model, x = OldStyleDomain().eval(), torch.randn(2, 3)
+    with H.registrations(("::gelu", domain_gelu, 11)):
+        proto = H.export_new(model, (x,), custom_opsets={"my_domain": 3}).program.model_proto
+        legacy = H.export_legacy(model, (x,), tmp_path, opset_version=18, custom_opsets={"my_domain": 3})
+    assert H.opset_imports(proto)["my_domain"] == H.opset_imports(legacy)["my_domain"] == 3
+    assert [n[:2] for n in H.custom_nodes(proto)] == [("my_domain", "MyGelu")]
+
+
+@symbolic_helper.parse_args("v", "s")
+def domain_gelu(g, x, approximate):
+    return g.op("my_domain::MyGelu", x).setType(x.type())
+
+
+class OldStyleDomain(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x) + 1
+
+
+def test_registration_below_torchs_own_symbolic_applies_on_neither_route():
+    """The TorchScript exporter prefers its own opset-9 gelu over a custom one registered at
+    opset 1 when exporting at 18; the torch.export route decides the same way."""
+    from compat import registry
+
+    with H.registrations(("::gelu", gelu_contrib, 1)):
+        assert "aten::gelu" not in registry.active(18)
+    with H.registrations(("::gelu", gelu_contrib, 11)):
+        assert registry.active(18)["aten::gelu"].fn is gelu_contrib

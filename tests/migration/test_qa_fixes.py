@@ -1,0 +1,204 @@
+"""QA regressions (pyupgrade style): exact rewritten text, noop and idempotency."""
+
+import json
+import textwrap
+
+import pytest
+
+from migration.engine import Options, check_text, fix_text
+
+H = "import torch\nfrom torch.onnx import TrainingMode\n"
+
+
+def rw(src: str, unsafe: bool = False, header: str = H, **kw) -> str:
+    src = header + textwrap.dedent(src)
+    opts = Options(fix=True, unsafe_fixes=unsafe, **kw)
+    out, _, _, _ = fix_text(src, "t.py", opts)
+    again, fixed, _, _ = fix_text(out, "t.py", opts)
+    assert again == out and not fixed, "second run changed something"
+    return out[len(header):] if out.startswith(header) else out
+
+
+EXPORT_EVAL = "torch.onnx.export(model, (x,), 'm.onnx', training=TrainingMode.EVAL)\n"
+DYNAMO = "torch.onnx.export(model, (x,), 'm.onnx', dynamo=True, external_data=False)\n"
+
+
+# 1. the model's mode comes from the last mode-setting statement, read from the AST
+@pytest.mark.parametrize("before", [
+    "model.eval(); validate(model); model.train()\n",
+    "model.eval()\nvalidate(model)\nmodel.train(True)\n",
+    "# model.eval()\n",
+    "s = 'model.eval()'\n",
+    "model.eval()\nif retrain:\n    model.train()\n",
+    "model.eval()\nmodel = build()\n",
+])
+def test_eval_not_evident(before: str) -> None:
+    assert rw(before + EXPORT_EVAL) == before + DYNAMO.replace("dynamo=True", "training=TrainingMode.EVAL, dynamo=True")
+    assert rw(before + EXPORT_EVAL, unsafe=True) == before + "model.eval()\n" + DYNAMO
+
+
+@pytest.mark.parametrize("before", [
+    "model.train()\nmodel.eval()\n",
+    "model.train(False)\n",
+    "model = Net().eval().to(dev)\n",
+    "model.eval()\nmodel = model.to(dev)\nwith torch.no_grad():\n    pass\n",
+])
+def test_eval_evident(before: str) -> None:
+    assert rw(before + EXPORT_EVAL) == before + DYNAMO
+
+
+def test_eval_evident_through_with_block() -> None:
+    src = "model.eval()\nwith torch.no_grad():\n    " + EXPORT_EVAL
+    assert rw(src) == "model.eval()\nwith torch.no_grad():\n    " + DYNAMO
+
+
+# 2. old opsets stay on the TorchScript exporter
+def test_old_opset_pins_torchscript() -> None:
+    src = "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
+    assert rw(src) == (
+        "# compat.migrate: dynamo=False because opset_version=11 is below 18, the lowest opset "
+        "the torch.export exporter builds\n"
+        "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11, dynamo=False)\n")
+    src = "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18)\n"
+    assert rw(src) == "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18, dynamo=True, external_data=False)\n"
+
+
+def test_old_opset_follows_ledger_evidence() -> None:
+    src = H + "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
+    out, _, _, _ = fix_text(src, "t.py", Options(fix=True), evidence={3: {"route_taken": "dynamo"}})
+    assert out == H + ("torch.onnx.export(model, (x,), 'd.onnx', opset_version=11, dynamo=True, "
+                       "external_data=False)\n")
+
+
+# 3. training=None (torch 1.11 layout default) is EVAL
+def test_positional_training_none_dropped() -> None:
+    src = "torch.onnx.export(m, x, f, True, False, None, dynamo=False)\n"
+    assert rw(src) == "torch.onnx.export(m, x, f, export_params=True, verbose=False, dynamo=False)\n"
+    src = "m.eval()\ntorch.onnx.export(m, x, f, True, False, None)\n"
+    assert rw(src) == ("m.eval()\ntorch.onnx.export(m, x, f, export_params=True, verbose=False, "
+                       "dynamo=True, external_data=False)\n")
+
+
+# 4. inserted imports never rebind a name of the file
+def test_inserted_onnx_import_does_not_shadow() -> None:
+    header = "import torch\nfrom torch import onnx\n"
+    src = "torch.onnx.export(m, x, 'm.onnx', enable_onnx_checker=True, dynamo=False)\n"
+    assert rw(src, unsafe=True, header=header) == (
+        "import onnx as _onnx\n"
+        "torch.onnx.export(m, x, 'm.onnx', dynamo=False)\n_onnx.checker.check_model('m.onnx')\n")
+
+
+def test_inserted_compat_import_does_not_shadow() -> None:
+    header = "import torch\nfrom mylib import compat\n"
+    src = "torch.onnx.register_custom_op_symbolic('::gelu', g, 1)\n"
+    assert rw(src, header=header) == (
+        "import compat as _compat\n"
+        "_compat.register_custom_op_symbolic('::gelu', g, 1)\n")
+
+
+# 5. statement-inserting fixes only for export calls that are statements of a block
+@pytest.mark.parametrize("src", [
+    "def f():\n    return torch.onnx.export(m, x, 'm.onnx', enable_onnx_checker=True, dynamo=False)\n",
+    "if c: torch.onnx.export(m, x, 'm.onnx', enable_onnx_checker=True, dynamo=False)\n",
+    "g = lambda: torch.onnx.export(m, x, 'm.onnx', enable_onnx_checker=True, dynamo=False)\n",
+    "if c: torch.onnx.export(m, x, f, training=TrainingMode.EVAL, dynamo=True)\n",
+    "g = lambda m: torch.onnx.export(m, x, f, training=TrainingMode.EVAL, dynamo=True)\n",
+    "[torch.onnx.export(m, x, f, training=TrainingMode.EVAL, dynamo=True) for m in ms]\n",
+])
+def test_no_statement_insertion_outside_blocks(src: str) -> None:
+    assert rw(src, unsafe=True) == src
+    found = check_text(H + src, "t.py", Options())
+    assert [f.applicability for f in found if f.code in ("ONX102", "ONX203")] == ["none"]
+
+
+def test_statement_insertion_for_assignment() -> None:
+    src = "def f():\n    p = torch.onnx.export(m, x, f, training=TrainingMode.EVAL, dynamo=True)\n"
+    assert rw(src, unsafe=True) == (
+        "def f():\n    m.eval()\n    p = torch.onnx.export(m, x, f, dynamo=True)\n")
+
+
+# 7. suppressed or unselected findings contribute no edits
+def test_noqa_onx101_makes_no_pin() -> None:
+    src = "torch.onnx.export(m, x, 'm.onnx', dynamic_axes=axes)  # noqa: ONX101\n"
+    assert rw(src) == ("torch.onnx.export(m, x, 'm.onnx', dynamic_axes=axes, dynamo=True, "
+                       "external_data=False)  # noqa: ONX101\n")
+
+
+@pytest.mark.parametrize("kw", [{"select": ("ONX101",)}, {"ignore": ("ONX0",)}])
+def test_unselected_onx001_adds_nothing(kw) -> None:
+    src = ("torch.onnx.export(m, (x,), 'm.onnx', input_names=['x'], "
+           "dynamic_axes={'x': {0: 'b'}})\n")
+    assert rw(src, **kw) == src
+    found = check_text(H + src, "t.py", Options(**kw))
+    assert [(f.code, f.applicability) for f in found] == [("ONX101", "none")]
+
+
+def test_unselected_onx0_keeps_onx2_fixes() -> None:
+    src = "torch.onnx.export(m, x, 'm.onnx', strip_doc_string=False)\n"
+    assert rw(src, ignore=("ONX0",)) == "torch.onnx.export(m, x, 'm.onnx')\n"
+
+
+# 15. f passed through *args: external_data=False like any other call with a file
+def test_star_args_gets_external_data() -> None:
+    assert rw("torch.onnx.export(m, *args)\n") == (
+        "torch.onnx.export(m, *args, dynamo=True, external_data=False)\n")
+
+
+# 8. ledger call sites recorded under another checkout's absolute path
+def test_ledger_matches_by_path_suffix(tmp_path, capsys, monkeypatch):
+    from migration.cli import main
+    from migration.ledger import LedgerIndex
+
+    src = tmp_path / "repo" / "src" / "a.py"
+    src.parent.mkdir(parents=True)
+    src.write_text("import torch\ntorch.onnx.export(m, x, 'a.onnx')\n")
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text(json.dumps({"call_site": "/builds/x/repo/src/a.py:2", "route_taken": "legacy",
+                                  "status": "ok", "fallback_reason": "boom"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--write", "--ledger", str(ledger), "repo"]) == 0
+    assert src.read_text() == ("import torch\n# compat.migrate: dynamo=False (ledger: boom)\n"
+                               "torch.onnx.export(m, x, 'a.onnx', dynamo=False)\n")
+    assert "warning" not in capsys.readouterr().err
+    # only the file name agrees (another folder): no match, and a warning says so
+    other = LedgerIndex()
+    other.add({"call_site": "/builds/x/other/a.py:2", "route_taken": "legacy"}, str(tmp_path))
+    assert other.evidence(str(src)) == {}
+    ledger.write_text(json.dumps({"call_site": "/builds/x/other/a.py:2", "route_taken": "legacy",
+                                  "status": "ok"}) + "\n")
+    assert main(["--check", "--ledger", str(ledger), "repo"]) == 0
+    assert "no record of" in capsys.readouterr().err
+
+
+# 10. --check time is linear in the calls of a file
+def test_check_is_linear_in_calls_per_file() -> None:
+    import time
+
+    calls = "".join(f"m{i}.eval()\ntorch.onnx.export(m{i}, (x,), 'a{i}.onnx', training=TrainingMode.EVAL,"
+                    " example_outputs=y, dynamic_axes=ax, **kw)\n" for i in range(3000))
+    t = time.perf_counter()
+    found = check_text(H + calls, "t.py", Options())
+    assert len(found) > 3000
+    assert time.perf_counter() - t < 10  # was ~80 s (quadratic)
+
+
+# 9. dynamic_axes=None is the default; unmappable literal axes say why
+def test_dynamic_axes_none_dropped_and_reasons() -> None:
+    assert rw("torch.onnx.export(m, x, f, dynamic_axes=None)\n") == (
+        "torch.onnx.export(m, x, f, dynamo=True, external_data=False)\n")
+    assert rw("torch.onnx.export(m, x, f, dynamic_axes={'x': {0: 'b'}})\n") == (
+        "# TODO(compat.migrate): dynamo=False because dynamic_axes needs literal input_names to be "
+        "mapped to the inputs; write dynamic_shapes\n"
+        "torch.onnx.export(m, x, f, dynamic_axes={'x': {0: 'b'}}, dynamo=False)\n")
+    out = rw("torch.onnx.export(m, (x, {'y': y}), f, input_names=['x'], dynamic_axes={'x': [0]})\n")
+    assert "dynamic_axes cannot be mapped to the inputs" in out and "not a literal" not in out
+
+
+# 14. the code is not repeated in messages
+def test_message_does_not_repeat_code() -> None:
+    from migration import output
+
+    (f,) = check_text(H + "torch.onnx.export(m, x, f)\n", "t.py", Options())
+    assert not f.message.startswith("ONX001")
+    assert output.github([f]).count("ONX001 ONX001") == 0
+    assert "ONX001 ONX001" not in output.text([f])
