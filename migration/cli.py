@@ -38,8 +38,37 @@ def _codes(values: list[str] | None) -> list[str] | None:
     return out
 
 
+def _cfg_list(cfg: dict, key: str) -> list[str] | None:
+    """A config list of strings; a string is a comma-separated list."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise UsageError(f"[tool.torch-onnx-compat.migrate] {key.replace('_', '-')} must be a list "
+                     f"of strings (or a comma-separated string), not {value!r}")
+
+
+_KIND = {bool: "true or false", int: "an integer", str: "a string"}
+
+
+def _cfg_value(cfg: dict, key: str, kind: type, default: object) -> object:
+    value = cfg.get(key, default)
+    if value is not default and (not isinstance(value, kind)
+                                 or (kind is int and isinstance(value, bool))):
+        raise UsageError(f"[tool.torch-onnx-compat.migrate] {key.replace('_', '-')} must be "
+                         f"{_KIND[kind]}, "
+                         f"not {value!r}")
+    return value
+
+
 def load_config(start: str) -> dict:
-    """``[tool.torch-onnx-compat.migrate]`` of the nearest pyproject.toml above ``start``."""
+    """``[tool.torch-onnx-compat.migrate]`` of the nearest pyproject.toml above ``start``.
+
+    The folder of that pyproject.toml is ``"__folder__"`` (config ``exclude`` is relative to it).
+    """
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -58,7 +87,9 @@ def load_config(start: str) -> dict:
                 raise UsageError(f"{cand}: {exc}") from exc
             for part in CONFIG_TABLE:
                 data = data.get(part, {}) if isinstance(data, dict) else {}
-            return {k.replace("-", "_"): v for k, v in data.items()} if isinstance(data, dict) else {}
+            if not isinstance(data, dict):
+                return {}
+            return {**{k.replace("-", "_"): v for k, v in data.items()}, "__folder__": folder}
         parent = os.path.dirname(folder)
         if parent == folder:
             return {}
@@ -147,21 +178,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     cfg = load_config(os.getcwd())
     known = {"select", "ignore", "exclude", "unsafe_fixes", "jobs", "output_format", "ledger"}
+    folder = cfg.pop("__folder__", os.getcwd())
     unknown = set(cfg) - known
     if unknown:
         raise UsageError(f"unknown key(s) in [tool.torch-onnx-compat.migrate]: {sorted(unknown)}")
-    select = _codes(args.select) or _codes(cfg.get("select")) or ["ONX"]
-    ignore = _codes(args.ignore) or _codes(cfg.get("ignore")) or []
-    exclude = (args.exclude or []) + list(cfg.get("exclude", []))
-    exclude = [e.strip() for v in exclude for e in v.split(",") if e.strip()]
-    unsafe = bool(args.unsafe_fixes if args.unsafe_fixes is not None else cfg.get("unsafe_fixes"))
-    fmt = args.output_format or cfg.get("output_format", "text")
+    select = _codes(args.select) or _codes(_cfg_list(cfg, "select")) or ["ONX"]
+    ignore = _codes(args.ignore) or _codes(_cfg_list(cfg, "ignore")) or []
+
+    def split(values: list[str]) -> list[str]:
+        return [e.strip() for v in values for e in v.split(",") if e.strip()]
+
+    exclude = split(args.exclude or [])
+    # config patterns are relative to the folder of the pyproject.toml they come from
+    cfg_exclude = [(folder, split(_cfg_list(cfg, "exclude") or []))]
+    unsafe = bool(args.unsafe_fixes if args.unsafe_fixes is not None
+                  else _cfg_value(cfg, "unsafe_fixes", bool, False))
+    fmt = args.output_format or _cfg_value(cfg, "output_format", str, "text")
     if fmt not in output.FORMATS:
-        raise UsageError(f"unknown output format {fmt!r}")
-    jobs = args.jobs if args.jobs is not None else int(cfg.get("jobs", os.cpu_count() or 1))
+        raise UsageError(f"unknown output format {fmt!r} (expected one of {output.FORMATS})")
+    jobs = args.jobs if args.jobs is not None else _cfg_value(cfg, "jobs", int, None)
+    jobs = os.cpu_count() or 1 if jobs is None else jobs
     if jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
-    ledger_paths = args.ledger or ([cfg["ledger"]] if cfg.get("ledger") else [])
+    ledger_cfg = _cfg_value(cfg, "ledger", str, None)
+    ledger_paths = args.ledger or ([os.path.join(folder, ledger_cfg)] if ledger_cfg else [])
     ledger = None
     if ledger_paths:
         from .ledger import read
@@ -180,7 +220,7 @@ def _main(args: argparse.Namespace) -> int:
     for p in paths:
         if not os.path.exists(p):
             raise UsageError(f"no such file or folder: {p}")
-    files = sorted(iter_files(paths, exclude))
+    files = sorted(iter_files(paths, exclude, cfg_exclude))
     progress = (not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI"))
     if ledger is not None and not any(ledger.evidence(f) for f in files):
         print(f"compat.migrate: warning: no record of {', '.join(ledger_paths)} matched a file "
@@ -218,7 +258,7 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
               f"{len(findings)} would remain.", file=sys.stderr)
         status = 1 if changed or findings else 0
     elif args.statistics:
-        sys.stdout.write(output.statistics(findings))
+        sys.stdout.write(output.statistics(findings, fmt))
         status = 1 if findings else 0
     else:
         sys.stdout.write(output.render(fmt, findings))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 try:
     import pathspec
@@ -42,6 +42,16 @@ class _Ignore:
         return any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(name, g) for g in self.globs)
 
 
+class _Any:
+    """Several pattern sets, each relative to its own folder."""
+
+    def __init__(self, parts: list[_Ignore]) -> None:
+        self.parts = parts
+
+    def match(self, path: str, is_dir: bool) -> bool:
+        return any(i.match(path, is_dir) for i in self.parts)
+
+
 def _gitignore(folder: str) -> _Ignore | None:
     path = os.path.join(folder, ".gitignore")
     if not os.path.isfile(path):
@@ -54,17 +64,25 @@ def _is_venv(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, "pyvenv.cfg"))
 
 
-def iter_files(paths: list[str], exclude: list[str] = ()) -> Iterator[str]:
+def iter_files(paths: list[str], exclude: Sequence[str] = (),
+               based: Sequence[tuple[str, Sequence[str]]] = ()) -> Iterator[str]:
     """Python files and notebooks under ``paths``; explicit files are always included.
 
-    Symlinked folders are not entered and symlinked files pointing out of their tree skipped.
+    ``exclude`` patterns are relative to the working directory, each ``(folder, patterns)`` of
+    ``based`` to its folder (the config's, relative to its pyproject.toml). Symlinked folders
+    are not entered, symlinked files pointing out of their tree skipped, and a file reached
+    twice (a symlink to a file of the tree, a folder given twice) is processed once.
     """
-    excl = _Ignore(os.getcwd(), list(exclude)) if exclude else None
+    patterns = [_Ignore(os.getcwd(), list(exclude))] if exclude else []
+    patterns += [_Ignore(os.path.abspath(b), list(pats)) for b, pats in based if pats]
+    excl = _Any(patterns) if patterns else None
     seen: set[str] = set()
+    links: list[str] = []
     for top in paths:
         if os.path.isfile(top):
-            if top not in seen:
-                seen.add(top)
+            real = os.path.realpath(top)
+            if real not in seen:
+                seen.add(real)
                 yield top
             continue
         root_real = os.path.realpath(top)
@@ -73,6 +91,7 @@ def iter_files(paths: list[str], exclude: list[str] = ()) -> Iterator[str]:
             folder, ignores = stack.pop()
             gi = _gitignore(folder)
             ignores = ignores + [gi] if gi else ignores
+            folder_real = os.path.realpath(folder)
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
             except OSError:
@@ -95,6 +114,15 @@ def iter_files(paths: list[str], exclude: list[str] = ()) -> Iterator[str]:
                         continue
                     if any(i.match(p, False) for i in ignores) or (excl and excl.match(p, False)):
                         continue
-                    if p not in seen:
-                        seen.add(p)
+                    if entry.is_symlink():  # after the real files: the file itself wins
+                        links.append(p)
+                        continue
+                    real = os.path.join(folder_real, entry.name)
+                    if real not in seen:
+                        seen.add(real)
                         yield p
+    for p in links:
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
+            yield p

@@ -34,26 +34,99 @@ def _find(args: list[cst.Arg], name: str) -> int | None:
     return None
 
 
+def _pw(ws: object) -> cst.ParenthesizedWhitespace | None:
+    return ws if isinstance(ws, cst.ParenthesizedWhitespace) else None
+
+
+def _bare(pw: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+    """``pw``'s line break and indentation without its comments (the layout new keywords copy)."""
+    return pw.with_changes(first_line=cst.TrailingWhitespace(newline=pw.first_line.newline),
+                           empty_lines=[])
+
+
+def _own_line(tw: cst.TrailingWhitespace, indent: bool, ws: cst.SimpleWhitespace
+              ) -> list[cst.EmptyLine]:
+    """A trailing comment as an own-line comment (indented like the arguments)."""
+    if tw.comment is None:
+        return []
+    return [cst.EmptyLine(indent=indent, whitespace=ws, comment=tw.comment, newline=tw.newline)]
+
+
+def _merge(first: object, second: object, prefer_first: bool) -> object:
+    """The whitespace replacing ``first <removed argument> second``.
+
+    Keeps the line break after ``first`` and every comment: own-line comments stay where they
+    are (in front of the following argument or the closing parenthesis), the removed argument's
+    trailing comment becomes an own-line comment there too.
+    """
+    a, b = _pw(first), _pw(second)
+    if a is not None and b is not None:
+        extra = _own_line(b.first_line, b.indent, a.last_line) + list(b.empty_lines)
+        return a.with_changes(empty_lines=[*a.empty_lines, *extra], indent=b.indent,
+                              last_line=b.last_line)
+    if b is not None:
+        return _bare(b).with_changes(
+            empty_lines=_own_line(b.first_line, b.indent, b.last_line) + list(b.empty_lines))
+    if a is not None and (prefer_first or a.first_line.comment or a.empty_lines):
+        return a if prefer_first else a.with_changes(last_line=cst.SimpleWhitespace(""))
+    return first if prefer_first and first is not None else second
+
+
 def _drop(args: list[cst.Arg], i: int) -> None:
     removed = args.pop(i)
-    if i == len(args) and i > 0:  # removed the last: its comma (trailing or none) moves back
-        args[i - 1] = args[i - 1].with_changes(comma=removed.comma)
+    if i == 0:
+        return
+    prev = args[i - 1]
+    first = prev.comma.whitespace_after if isinstance(prev.comma, cst.Comma) else None
+    if i < len(args):  # an argument follows: the comma before the removed one now leads to it
+        ws = _merge(first, removed.comma.whitespace_after, True)
+        args[i - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))
+    elif isinstance(removed.comma, cst.Comma):  # removed the last: its trailing comma moves back
+        ws = _merge(first, removed.comma.whitespace_after, False)
+        args[i - 1] = prev.with_changes(comma=removed.comma.with_changes(whitespace_after=ws))
+    else:
+        ws = _merge(first, removed.whitespace_after_arg, False)
+        args[i - 1] = prev.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=ws)
 
 
 def _add(args: list[cst.Arg], name: str, code: str) -> None:
+    """Append ``name=code`` in the layout of the call; new keywords get no comments."""
     new = cst.Arg(keyword=cst.Name(name), value=cst.parse_expression(code), equal=_NO_SPACE)
     if not args:
         args.append(new)
         return
     last = args[-1]
+    between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) \
+        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    tmpl = _pw(between.whitespace_after)
+    if tmpl is not None:
+        between = between.with_changes(whitespace_after=_bare(tmpl))
     if isinstance(last.comma, cst.Comma):  # trailing comma: copy the multi-line layout
-        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) \
-            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        args[-1] = last.with_changes(comma=between)
-        args.append(new.with_changes(comma=last.comma))
-    else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(new)
+        end = _pw(last.comma.whitespace_after)
+        if end is not None and tmpl is not None:  # the last argument keeps its own comment
+            args[-1] = last.with_changes(comma=last.comma.with_changes(
+                whitespace_after=_bare(tmpl).with_changes(first_line=end.first_line)))
+            args.append(new.with_changes(comma=last.comma.with_changes(
+                whitespace_after=end.with_changes(
+                    first_line=cst.TrailingWhitespace(newline=end.first_line.newline)))))
+        else:
+            args[-1] = last.with_changes(comma=between)
+            args.append(new.with_changes(comma=last.comma))
+        return
+    end = _pw(last.whitespace_after_arg)
+    if end is not None:  # a line break (maybe a comment) before the closing parenthesis
+        if tmpl is not None:
+            comma = between.with_changes(whitespace_after=_bare(tmpl).with_changes(
+                first_line=end.first_line))
+            after = end.with_changes(first_line=cst.TrailingWhitespace(
+                newline=end.first_line.newline))
+        else:
+            comma, after = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")), end
+        args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(new.with_changes(whitespace_after_arg=after))
+        return
+    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(new)
 
 
 def _dynamo_export(call: cst.Call, func: str) -> cst.Call:

@@ -34,6 +34,7 @@ class Finding:
     note: str = ""
     path: str = ""
     lines: tuple[int, ...] = ()  # other lines where a `# noqa` also applies (e.g. the call's line)
+    cell: int | None = None  # notebooks: 1-based cell number; ``line`` counts within the cell
 
     @property
     def message(self) -> str:
@@ -45,9 +46,15 @@ class Finding:
             return f"{base} [{self.note}]"
         return base
 
+    @property
+    def where(self) -> str:
+        """``line:col``, or ``cell N:line:col`` in a notebook (ruff's convention)."""
+        at = f"{self.line}:{self.column}"
+        return f"cell {self.cell}:{at}" if self.cell is not None else at
+
     def to_json(self) -> dict:
-        """The JSON shape of the CLI contract."""
-        return {
+        """The JSON shape of the CLI contract (``cell`` only for notebook findings)."""
+        out = {
             "code": self.code,
             "path": self.path,
             "line": self.line,
@@ -55,6 +62,9 @@ class Finding:
             "message": self.message,
             "fix_applicability": self.applicability,
         }
+        if self.cell is not None:
+            out["cell"] = self.cell
+        return out
 
 
 @dataclass

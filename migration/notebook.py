@@ -6,7 +6,9 @@ import ast
 import json
 
 from .engine import Options, check_text, fix_text, might_need_migration
-from .model import FileResult
+from .model import SYNTAX_ERROR, FileResult, Finding
+
+_SEPARATORS = ((",", ": "), (", ", ": "), (",", ":"))
 
 
 def process_notebook(data: bytes, path: str, opts: Options) -> FileResult:
@@ -14,7 +16,23 @@ def process_notebook(data: bytes, path: str, opts: Options) -> FileResult:
     result = FileResult(path, old_bytes=data)
     if not might_need_migration(data):
         return result
-    nb = json.loads(data.decode("utf-8"))
+    try:
+        raw = data.decode("utf-8-sig")
+        nb = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        result.findings = [Finding(SYNTAX_ERROR, 1, 1, "none", path=path,
+                                   note=f"invalid notebook: cannot decode: {exc}")]
+        return result
+    except json.JSONDecodeError as exc:
+        result.findings = [Finding(SYNTAX_ERROR, exc.lineno, exc.colno, "none", path=path,
+                                   note=f"invalid notebook JSON: {exc.msg}")]
+        return result
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list) \
+            or not all(isinstance(c, dict) for c in nb.get("cells", [])):
+        result.findings = [Finding(SYNTAX_ERROR, 1, 1, "none", path=path,
+                                   note="invalid notebook: no list of cells")]
+        return result
+    style = _style(raw) if opts.fix else None
     changed = False
     preamble = _imports(nb)
     for n, cell in enumerate(nb.get("cells", []), start=1):
@@ -28,6 +46,8 @@ def process_notebook(data: bytes, path: str, opts: Options) -> FileResult:
             continue  # IPython magics are not Python
         if opts.fix:
             new, fixed, findings, dropped = fix_text(text, path, opts, preamble=preamble)
+            for f in fixed:
+                f.cell = n
             result.fixed += fixed
             result.dropped += dropped
             if new != text:
@@ -36,16 +56,35 @@ def process_notebook(data: bytes, path: str, opts: Options) -> FileResult:
         else:
             findings = check_text(text, path, opts, preamble=preamble)
         for f in findings:
-            f.note = f"cell {n}" + (f"; {f.note}" if f.note else "")
+            f.cell = n  # ``line`` counts from the start of the cell
         result.findings += findings
-    if changed:
-        indent = 1
-        first = data.decode("utf-8").split("\n", 2)
-        if len(first) > 1:
-            indent = len(first[1]) - len(first[1].lstrip(" ")) or 1
-        text = json.dumps(nb, indent=indent, ensure_ascii=False) + "\n"
-        result.new_bytes = text.encode("utf-8")
+    if changed and style is not None:
+        out = json.dumps(nb, **style["kw"]) + style["end"]
+        result.new_bytes = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") \
+            + out.encode("utf-8")
     return result
+
+
+def _style(text: str) -> dict:
+    """How the notebook's JSON is written (indent, separators, ASCII escapes, final newline),
+    so a rewritten notebook differs only in the cells that changed."""
+    body = text.rstrip("\r\n")
+    end = text[len(body):]
+    original = json.loads(text)
+    lines = body.split("\n", 2)
+    guess = None
+    if len(lines) > 1:
+        guess = len(lines[1]) - len(lines[1].lstrip(" ")) or 1
+    indents = [guess] if guess else [None]
+    indents += [i for i in (1, 2, 4, None) if i not in indents]
+    for indent in indents:
+        for seps in _SEPARATORS:
+            for ascii_ in (False, True):
+                kw = {"indent": indent, "separators": seps, "ensure_ascii": ascii_}
+                if json.dumps(original, **kw) == body:
+                    return {"kw": kw, "end": end}
+    seps = (",", ": ") if guess else ((", ", ": ") if '": ' in body else (",", ":"))
+    return {"kw": {"indent": guess, "separators": seps, "ensure_ascii": False}, "end": end}
 
 
 def _imports(nb: dict) -> ast.Module:

@@ -18,7 +18,7 @@ def _mark(f: Finding) -> str:
 
 
 def text(findings: list[Finding]) -> str:
-    lines = [f"{f.path}:{f.line}:{f.column}: {f.code}{_mark(f)} "
+    lines = [f"{f.path}:{f.where}: {f.code}{_mark(f)} "
              f"{f.message.removeprefix(f.code + ' ')}" for f in findings]
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -43,7 +43,8 @@ def sarif(findings: list[Finding]) -> str:
             "artifactLocation": {"uri": f.path},
             "region": {"startLine": f.line, "startColumn": f.column},
         }}],
-        "properties": {"fix_applicability": f.applicability},
+        "properties": {"fix_applicability": f.applicability,
+                       **({"cell": f.cell} if f.cell is not None else {})},
     } for f in findings]
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -65,7 +66,8 @@ def github(findings: list[Finding]) -> str:
         level = "error" if f.code == "E999" else "warning"
         props = (f"title={_gh_escape(f'compat.migrate ({f.code})', True)},"
                  f"file={_gh_escape(f.path, True)},line={f.line},col={f.column}")
-        out.append(f"::{level} {props}::{_gh_escape(f'{f.code} {f.message}')}")
+        cell = f"cell {f.cell}:{f.line}:{f.column}: " if f.cell is not None else ""
+        out.append(f"::{level} {props}::{_gh_escape(f'{cell}{f.code} {f.message}')}")
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -73,9 +75,16 @@ def render(fmt: str, findings: list[Finding]) -> str:
     return {"text": text, "json": as_json, "sarif": sarif, "github": github}[fmt](findings)
 
 
-def statistics(findings: list[Finding]) -> str:
+def statistics(findings: list[Finding], fmt: str = "text") -> str:
+    """Counts per code: text lines, or with ``fmt="json"`` a list of
+    ``{code, count, fixable, message}`` (``fixable``: how many have a safe fix)."""
     counts = Counter(f.code for f in findings)
     fixable = Counter(f.code for f in findings if f.applicability == "safe")
+    if fmt == "json":
+        return json.dumps([{"code": code, "count": n, "fixable": fixable[code],
+                            "message": BY_CODE[code].summary if code in BY_CODE
+                            else "syntax error"}
+                           for code, n in counts.most_common()], indent=2) + "\n"
     lines = []
     for code, n in counts.most_common():
         summary = BY_CODE[code].summary if code in BY_CODE else "syntax error"

@@ -1,6 +1,7 @@
 """QA regressions (pyupgrade style): exact rewritten text, noop and idempotency."""
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -202,3 +203,199 @@ def test_message_does_not_repeat_code() -> None:
     assert not f.message.startswith("ONX001")
     assert output.github([f]).count("ONX001 ONX001") == 0
     assert "ONX001 ONX001" not in output.text([f])
+
+
+# A. comments in multi-line calls stay once, with their own argument; new keywords get none
+def test_multiline_comments_drop_and_add() -> None:
+    src = ("torch.onnx.export(\n"
+           "    m, (x,), 'n.onnx',\n"
+           "    # keep the old doc strings\n"
+           "    strip_doc_string=False,\n"
+           "    opset_version=18,  # pinned for TensorRT\n"
+           ")\n")
+    assert rw(src) == ("torch.onnx.export(\n"
+                       "    m, (x,), 'n.onnx',\n"
+                       "    # keep the old doc strings\n"
+                       "    opset_version=18,  # pinned for TensorRT\n"
+                       "    dynamo=True,\n"
+                       "    external_data=False,\n"
+                       ")\n")
+
+
+def test_multiline_comments_old_opset_pin() -> None:
+    src = ("def f():\n"
+           "    torch.onnx.export(\n"
+           "        m, (x,), 'n.onnx',\n"
+           "        # keep the old doc strings\n"
+           "        strip_doc_string=False,\n"
+           "        opset_version=13,  # pinned for TensorRT 7\n"
+           "    )\n")
+    out = rw(src)
+    assert out.endswith("        m, (x,), 'n.onnx',\n"
+                        "        # keep the old doc strings\n"
+                        "        opset_version=13,  # pinned for TensorRT 7\n"
+                        "        dynamo=False,\n"
+                        "    )\n")
+    assert out.count("# keep the old doc strings") == 1
+
+
+def test_multiline_removed_keyword_comments_kept() -> None:
+    src = ("torch.onnx.export(\n"
+           "    m, (x,), 'n.onnx',\n"
+           "    # keep\n"
+           "    strip_doc_string=False,  # strip\n"
+           "    opset_version=18,  # pinned\n"
+           "    do_constant_folding=True,  # fold\n"
+           ")\n")
+    assert rw(src) == ("torch.onnx.export(\n"
+                       "    m, (x,), 'n.onnx',\n"
+                       "    # keep\n"
+                       "    # strip\n"
+                       "    opset_version=18,  # pinned\n"
+                       "    dynamo=True,\n"
+                       "    external_data=False,\n"
+                       "    # fold\n"
+                       ")\n")
+    src = ("torch.onnx.export(m, x, 'm.onnx', do_constant_folding=True,  # fold\n"
+           "                  opset_version=18)\n")
+    assert rw(src) == ("torch.onnx.export(m, x, 'm.onnx',\n"
+                       "                  # fold\n"
+                       "                  opset_version=18, dynamo=True, external_data=False)\n")
+
+
+def test_multiline_last_argument_comment_without_trailing_comma() -> None:
+    src = "torch.onnx.export(\n    m, (x,), 'n.onnx',\n    opset_version=18  # pinned\n)\n"
+    assert rw(src) == ("torch.onnx.export(\n    m, (x,), 'n.onnx',\n    opset_version=18,  # pinned\n"
+                       "    dynamo=True,\n    external_data=False\n)\n")
+
+
+def test_multiline_noqa_stays_on_its_line() -> None:
+    src = "torch.onnx.export(\n    m, x, 'm.onnx',\n    dynamic_axes=axes,  # noqa: ONX101\n)\n"
+    assert rw(src) == ("torch.onnx.export(\n    m, x, 'm.onnx',\n"
+                       "    dynamic_axes=axes,  # noqa: ONX101\n"
+                       "    dynamo=True,\n    external_data=False,\n)\n")
+
+
+# B. config values are checked; config excludes are relative to their pyproject.toml
+def _cli(capsys, *argv):
+    from migration.cli import main
+
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.mark.parametrize("line, needle", [
+    ('jobs = "many"', "jobs must be an integer"),
+    ("jobs = true", "jobs must be an integer"),
+    ('unsafe-fixes = "false"', "unsafe-fixes must be true or false"),
+    ("select = 3", "select must be a list"),
+    ('select = "XYZ"', "not a rule code"),
+    ("output-format = 1", "output-format must be a string"),
+])
+def test_bad_config_values_exit_2(tmp_path, capsys, monkeypatch, line, needle) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.torch-onnx-compat.migrate]\n{line}\n")
+    (tmp_path / "a.py").write_text("import torch\ntorch.onnx.export(m, x, 'm.onnx')\n")
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = _cli(capsys, "--check", "a.py")
+    assert rc == 2 and needle in err and "Traceback" not in err
+
+
+def test_config_select_string_is_comma_list(tmp_path, capsys, monkeypatch) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torch-onnx-compat.migrate]\nselect = "ONX2, ONX101"\nunsafe-fixes = false\n')
+    (tmp_path / "a.py").write_text(
+        "import torch\ntorch.onnx.export(m, x, 'm.onnx', example_outputs=y)\n")
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = _cli(capsys, "--check", "--output-format", "json", "a.py")
+    assert rc == 1 and [d["code"] for d in json.loads(out)] == ["ONX201"]
+
+
+def test_config_exclude_relative_to_pyproject(tmp_path, capsys, monkeypatch) -> None:
+    legacy = "import torch\ntorch.onnx.export(m, x, 'm.onnx')\n"
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torch-onnx-compat.migrate]\nexclude = ["third_party/"]\n')
+    for d in ("src/third_party", "third_party", "src/pkg"):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+        (tmp_path / d / "a.py").write_text(legacy)
+    monkeypatch.chdir(tmp_path / "src")
+    rc, out, _ = _cli(capsys, "--output-format", "json", ".", "..")
+    paths = sorted(os.path.relpath(d["path"], tmp_path / "src") for d in json.loads(out))
+    assert paths == [os.path.join("pkg", "a.py")]
+    # --exclude stays relative to the working directory
+    (tmp_path / "pyproject.toml").write_text("[tool.torch-onnx-compat.migrate]\n")
+    rc, out, _ = _cli(capsys, "--output-format", "json", "--exclude", "/pkg/", ".")
+    assert sorted(os.path.relpath(d["path"]) for d in json.loads(out)) == [
+        os.path.join("third_party", "a.py")]
+
+
+# C. notebooks: invalid JSON is an E999 finding, the JSON style is kept, cells are reported
+NB_CELL = "import torch\ntorch.onnx.export(m, x, 'm.onnx')\n"
+
+
+def _nb(cells: list[str]) -> dict:
+    return {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
+                       "outputs": [], "source": c.splitlines(keepends=True)} for c in cells],
+            "metadata": {"k": "é"}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_invalid_notebook_is_e999_and_run_goes_on(tmp_path, capsys) -> None:
+    (tmp_path / "bad.ipynb").write_text('{"cells": [torch.onnx.export\n')
+    (tmp_path / "a.py").write_text(NB_CELL)
+    rc, out, err = _cli(capsys, "--output-format", "json", str(tmp_path))
+    found = {(os.path.basename(d["path"]), d["code"]) for d in json.loads(out)}
+    assert rc == 1 and found == {("bad.ipynb", "E999"), ("a.py", "ONX001")}
+    assert "internal error" not in err
+
+
+@pytest.mark.parametrize("kw", [
+    {"separators": (",", ":")},
+    {},
+    {"indent": 2},
+    {"indent": 4, "ensure_ascii": True},
+    {"indent": 1},
+])
+@pytest.mark.parametrize("end", ["", "\n"])
+def test_notebook_json_style_kept(tmp_path, capsys, kw, end) -> None:
+    p = tmp_path / "n.ipynb"
+    nb = _nb(["x = 1\n", NB_CELL])
+    p.write_text(json.dumps(nb, **kw) + end, encoding="utf-8")
+    assert _cli(capsys, "--write", str(p))[0] == 0
+    nb["cells"][1]["source"] = [
+        "import torch\n", "torch.onnx.export(m, x, 'm.onnx', dynamo=True, external_data=False)\n"]
+    assert p.read_text(encoding="utf-8") == json.dumps(nb, **kw) + end
+
+
+def test_notebook_findings_name_the_cell(tmp_path, capsys) -> None:
+    p = tmp_path / "n.ipynb"
+    p.write_text(json.dumps(_nb(["x = 1\n", NB_CELL]), indent=1) + "\n")
+    rc, out, _ = _cli(capsys, "--output-format", "json", str(p))
+    (d,) = json.loads(out)
+    assert (d["cell"], d["line"], d["column"]) == (2, 2, 1) and "cell" not in d["message"]
+    assert f"{p}:cell 2:2:1: ONX001" in _cli(capsys, str(p))[1]
+    assert "::cell 2:2:1: ONX001" in _cli(capsys, "--output-format", "github", str(p))[1]
+    (tmp_path / "a.py").write_text(NB_CELL)
+    rc, out, _ = _cli(capsys, "--output-format", "json", str(tmp_path / "a.py"))
+    assert "cell" not in json.loads(out)[0]
+
+
+# D. --statistics honours --output-format json; a symlink to a file of the tree counts once
+def test_statistics_json(tmp_path, capsys) -> None:
+    (tmp_path / "a.py").write_text(
+        "import torch\ntorch.onnx.export(m, x, 'm.onnx', example_outputs=y)\n"
+        "torch.onnx.export(m, x, 'n.onnx')\n")
+    rc, out, _ = _cli(capsys, "--statistics", "--output-format", "json", str(tmp_path))
+    stats = {d["code"]: d for d in json.loads(out)}
+    assert rc == 1 and stats["ONX001"]["count"] == 2 and stats["ONX201"]["fixable"] == 1
+    assert set(stats["ONX201"]) == {"code", "count", "fixable", "message"}
+
+
+def test_symlink_inside_tree_processed_once(tmp_path, capsys) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "real.py").write_text(NB_CELL)
+    (tmp_path / "alias.py").symlink_to(tmp_path / "pkg" / "real.py")
+    rc, out, _ = _cli(capsys, "--output-format", "json", str(tmp_path), str(tmp_path / "pkg"))
+    assert [os.path.basename(d["path"]) for d in json.loads(out)] == ["real.py"]
+    assert _cli(capsys, "--write", str(tmp_path))[0] == 0
+    assert (tmp_path / "alias.py").is_symlink()
+    assert "dynamo=True" in (tmp_path / "pkg" / "real.py").read_text()
