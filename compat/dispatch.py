@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from . import config, ledger, notices, removed_options, saving
 from .errors import CompatValueError, ExportFailed, RouteFailed, RouteUnavailable
 from .request import ExportRequest, Outcome, Translation
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # torch colours its export errors
 # The TorchScript exporter keeps global state (GLOBALS, symbolic registry): one export at a time.
 _LOCK = threading.RLock()
 
@@ -149,9 +151,10 @@ def _save(outcome: Outcome, req: ExportRequest) -> str | None:
 
 
 def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
-    from .model_state import preserved
+    from .model_state import inputs_preserved, preserved
 
-    with _LOCK, preserved(req.model, will_train=req.training == "TRAINING"):
+    with _LOCK, preserved(req.model, will_train=req.training == "TRAINING"), \
+            inputs_preserved(req.args, req.kwargs):
         for name in route_plan.routes:
             module = _route_module(name)
             outcome = None
@@ -200,5 +203,5 @@ def _record(
         "torch_version": torch_caps.torch_version_str(),
         "model": type(req.model).__qualname__,
         "status": "ok" if error is None else "failed",
-        "error": None if error is None else f"{type(error).__name__}: {error}",
+        "error": None if error is None else _ANSI.sub("", f"{type(error).__name__}: {error}"),
     }

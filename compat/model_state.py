@@ -33,3 +33,34 @@ def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
             for live, version, saved in buffers:
                 if live._version != version and live.shape == saved.shape:
                     live.copy_(saved)
+
+
+@contextlib.contextmanager
+def inputs_preserved(args: Any, kwargs: Any) -> Iterator[None]:
+    """Undo the marks torch.export leaves on example inputs (``_dynamo_dynamic_indices`` and
+    friends): a failed attempt would otherwise make the next export of the same tensor dynamic."""
+    import torch
+
+    tensors: list[Any] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, torch.Tensor):
+            tensors.append(x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+
+    walk(args)
+    walk(kwargs)
+    saved = [(t, {k: v for k, v in vars(t).items() if k.startswith("_dynamo_")}) for t in tensors]
+    try:
+        yield
+    finally:
+        for t, marks in saved:
+            for k in [k for k in vars(t) if k.startswith("_dynamo_") and k not in marks]:
+                delattr(t, k)
+            for k, v in marks.items():
+                setattr(t, k, v)

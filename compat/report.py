@@ -204,8 +204,10 @@ def to_markdown(report: dict[str, Any]) -> str:
                          f"| {_cell('; '.join(s['reasons']) or '-')} |")
     elif not n:
         lines.append("None: no export calls recorded.")
+    elif not report["status"].get("ok"):
+        lines.append("None: no export call succeeded.")
     else:
-        lines.append("None: every call takes the torch.export route.")
+        lines.append("None: every successful call took the torch.export route.")
     lines += ["", "### Legacy usages (ONX codes)", ""]
     if report["legacy_usages"]:
         lines += ["| code | usage | calls | call sites |", "|---|---|---:|---|"]

@@ -12,6 +12,7 @@ Set ``TORCH_ONNX_COMPAT_CACHE_DIR`` to ``""``, ``off`` or ``0`` to turn it off.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -75,12 +76,21 @@ def model_structure(model: Any) -> str:
     """The module tree: submodule paths and classes. Two models of one container class
     (``nn.Sequential``, a shared wrapper) are different models for route memory."""
     named = getattr(model, "named_modules", None)
-    items = [(n, f"{type(m).__module__}.{type(m).__qualname__}") for n, m in named()] if named else []
+    items = [(n, f"{type(m).__module__}.{type(m).__qualname__}", _plain_attributes(m))
+             for n, m in named()] if named else []
     return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:16]
 
 
+def _plain_attributes(module: Any) -> list[tuple[str, Any]]:
+    """A module's own bool/int/float/str attributes (flags such as ``self.branchy`` that change
+    what forward does); ``training`` and private names excluded."""
+    return sorted((k, v) for k, v in vars(module).items()
+                  if not k.startswith("_") and k != "training"
+                  and isinstance(v, (bool, int, float, str)))
+
+
 def _source_stamps(model: Any) -> list[str | None]:
-    """Size and mtime of each file defining a class in the model: editing the model (say,
+    """Content hash of each file defining a class in the model: editing the model (say,
     removing the control flow torch.export could not capture) retries torch.export."""
     stamps: dict[str, str | None] = {}
     for cls in _classes(model):
@@ -88,12 +98,27 @@ def _source_stamps(model: Any) -> list[str | None]:
         path = getattr(module, "__file__", None)
         if not path or path in stamps:
             continue
-        try:
-            st = os.stat(path)
-            stamps[path] = f"{st.st_size}:{st.st_mtime_ns}"
-        except OSError:
-            stamps[path] = None
+        stamps[path] = _content_hash(path)
     return [stamps[p] for p in sorted(stamps)]
+
+
+def _content_hash(path: str) -> str | None:
+    """sha256 of the file's bytes (a fresh CI checkout changes mtimes, not content); cached by
+    size and mtime so an unchanged file is read once per process."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _hash_file(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _hash_file(path: str, _size: int, _mtime: int) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()[:16]
+    except OSError:
+        return None
 
 
 def key_fields(req: ExportRequest) -> dict[str, Any]:
@@ -201,9 +226,18 @@ def clear() -> int:
     return count
 
 
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: once per process
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes 0600; a cache folder shared by CI agents or users needs the umask's mode
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)

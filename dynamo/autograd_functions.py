@@ -23,7 +23,8 @@ from . import legacy_graph
 
 _LOCK = threading.RLock()
 _COUNTER = itertools.count()
-_ACTIVE: Session | None = None
+# the session of the thread that is exporting: other threads' Functions run as usual
+_ACTIVE = threading.local()
 _DATA_DEPENDENT = {
     "DynamicOutputShapeException", "DataDependentOutputException", "GuardOnDataDependentSymNode",
     "PendingUnbackedSymbolNotFound",
@@ -120,10 +121,15 @@ class Session:
         outs = self.op(tensors, call_id)
         return outs[0] if self.calls[call_id].single else tuple(outs)
 
+    def bypass(self, cls: type) -> None:
+        """A call the session could not take over (the check after export reports it)."""
+        self.applied.add(cls)
+
     def _forward(self, tensors: list[torch.Tensor], call_id: int) -> list[torch.Tensor]:
         call = self.calls[call_id]
         args = call.rebuild(list(tensors))
         cls = call.cls
+        outer, _ACTIVE.session = getattr(_ACTIVE, "session", None), None  # nested Functions: traced
         try:
             with torch.no_grad():
                 out = cls.forward(*args) if _uses_setup_context(cls) else cls.forward(_Ctx(len(args)), *args)
@@ -131,6 +137,8 @@ class Session:
             if type(exc).__name__ in _DATA_DEPENDENT:
                 self._data_dependent(cls, exc)
             raise
+        finally:
+            _ACTIVE.session = outer
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         if not all(isinstance(o, torch.Tensor) for o in outs):
             raise TypeError(f"{cls.__qualname__}.forward returned non-tensor outputs")
@@ -156,10 +164,14 @@ class Session:
     def translate(self, tensors: Any, call_id: int) -> list[Any]:
         call = self.calls[call_id]
         sym = _symbolic_of(call.cls)
-        outs, _ = legacy_graph.call_symbolic(
-            sym, call.rebuild(list(tensors)), opset=self.opset, domain_version=self.domain_version,
-            n_outputs=call.n_outputs, python_constants=True, label=legacy_graph.qualname(sym),
-        )
+        try:
+            outs, _ = legacy_graph.call_symbolic(
+                sym, call.rebuild(list(tensors)), opset=self.opset, domain_version=self.domain_version,
+                n_outputs=call.n_outputs, python_constants=True, label=legacy_graph.qualname(sym),
+            )
+        except legacy_graph.LegacyOnly as exc:
+            self.on_limit(exc)
+            raise
         self.on_translated(call.cls)
         self.translated.add(call.cls)
         return outs
@@ -200,10 +212,37 @@ _ORIGINAL_APPLY = torch.autograd.Function.__dict__["apply"]
 
 
 def _patched_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
-    session = _ACTIVE
-    if session is None or kwargs or _symbolic_of(cls) is None:
+    session = getattr(_ACTIVE, "session", None)
+    if session is None or _symbolic_of(cls) is None:
         return _ORIGINAL_APPLY.__func__(cls, *args, **kwargs)
+    if kwargs:
+        positional = _as_positional(cls, args, kwargs)
+        if positional is None:
+            session.bypass(cls)
+            return _ORIGINAL_APPLY.__func__(cls, *args, **kwargs)
+        args = positional
     return session.apply(cls, args)
+
+
+def _as_positional(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """``apply(x, alpha=2.0)`` as forward's positional arguments (defaults filled), as the
+    TorchScript exporter sees them; None when forward's signature cannot take them so."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(cls.forward).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if not _uses_setup_context(cls):
+        params = params[1:]  # ctx
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+        return None
+    try:
+        bound = inspect.Signature(params).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return tuple(bound.arguments[p.name] for p in params)
 
 
 class session:
@@ -213,11 +252,10 @@ class session:
         self.session = Session(**kwargs)
 
     def __enter__(self) -> Session:
-        global _ACTIVE
         _LOCK.acquire()
         try:
             self.session.open()
-            _ACTIVE = self.session
+            _ACTIVE.session = self.session
             torch.autograd.Function.apply = classmethod(_patched_apply)  # type: ignore[assignment]
         except BaseException:
             self.__exit__(None, None, None)
@@ -225,10 +263,9 @@ class session:
         return self.session
 
     def __exit__(self, *exc: object) -> None:
-        global _ACTIVE
         try:
             torch.autograd.Function.apply = _ORIGINAL_APPLY  # type: ignore[assignment]
-            _ACTIVE = None
+            _ACTIVE.session = None
             self.session.close()
         finally:
             _LOCK.release()

@@ -36,6 +36,7 @@ class _State:
     plan: SymbolicPlan
     limit: Exception | None = None
     seen: set[str] = field(default_factory=set)
+    ran: set[str] = field(default_factory=set)  # registered ops whose symbolic actually ran
 
     def on_limit(self, exc: Exception) -> None:
         if self.limit is None:
@@ -117,6 +118,10 @@ def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callab
             raise
         except Exception as exc:
             raise RuntimeError(f"legacy symbolic {label} for {overload.name()} failed: {exc}") from exc
+        if reg.name not in state.ran:
+            state.ran.add(reg.name)
+            state.note("ONX301", reg.name, f"translated by the legacy symbolic {label} (registered for "
+                       f"opset {reg.opset_version}) in a legacy graph context")
         for change in rewrites:
             state.note("ONX301", reg.name, f"old-opset form rewritten for opset {opset}: {change}")
         return outs[0] if single else outs
@@ -141,14 +146,13 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
     state = _State(req, plan)
     opset = torch_caps.torchlib_min_opset()  # the opset the new exporter builds at
     user_table = set(req.custom_translation_table or {})
-    for name, reg in registry.active(target_opset(req)).items():
-        targets = [o for o in overloads(name) if o not in user_table]
-        for ov in targets:
-            plan.translation_table[ov] = _op_translator(ov, reg, state, opset)
-        if targets:
-            state.note("ONX301", name, f"translated by the legacy symbolic {legacy_graph.qualname(reg.fn)} "
-                       f"(registered for opset {reg.opset_version}) in a legacy graph context")
+    registered = registry.active(target_opset(req))
+    for name, reg in registered.items():
+        for ov in overloads(name):
+            if ov not in user_table:
+                plan.translation_table[ov] = _op_translator(ov, reg, state, opset)
     plan.post_process.append(lambda program: _set_custom_opsets(program, req))
+    plan.post_process.append(lambda program: _check_registered_ops_applied(program, registered, state))
 
     fn_session = None
     with contextlib.ExitStack() as stack:
@@ -181,6 +185,26 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
             if isinstance(exc, legacy_graph.LegacyOnly):
                 raise RouteFailed(ROUTE, exc.reason, exc) from exc
             raise
+
+
+def _check_registered_ops_applied(program: Any, registered: dict[str, Any], state: _State) -> None:
+    """A registered aten op the model calls but whose symbolic never ran: torch.export replaced
+    the op before translation (``Tensor.to`` becomes ``aten::_to_copy``), so its custom node
+    would be missing. Seen through the graph's ``torch_fn`` metadata (the user-level call)."""
+    pending = {name.split("::", 1)[1]: name for name in registered
+               if name.startswith("aten::") and name not in state.ran}
+    if not pending:
+        return
+    called: set[str] = set()
+    for node in program.exported_program.graph.nodes:
+        fn = node.meta.get("torch_fn")
+        if fn and isinstance(fn[1], str):
+            called.add(fn[1].rsplit(".", 1)[-1])
+    missed = sorted(name for op, name in pending.items() if op in called)
+    if missed:
+        raise RouteFailed(ROUTE, "registered symbolic not applied", RuntimeError(
+            f"{', '.join(missed)}: the model calls it, but torch.export replaces the op before "
+            "ONNX translation, so the registered symbolic's nodes would be missing"))
 
 
 def _set_custom_opsets(program: Any, req: ExportRequest) -> None:

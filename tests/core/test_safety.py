@@ -114,3 +114,18 @@ def test_large_model_path_stages_beside_target(small_net, parity, models, tmp_pa
     with pytest.raises(ExportFailed):
         compat.export(models.Unexportable(), (torch.rand(2, 2),), tmp_path / "u.onnx", route="legacy")
     assert os.listdir(tmp_path) == ["big.onnx"]
+
+
+def test_a_failed_torch_export_attempt_leaves_the_inputs_unmarked(models, tmp_path):
+    """torch.export marks example tensors dynamic (``_dynamo_dynamic_indices``); after a failed
+    attempt the next export of the same tensor must not inherit that."""
+    x = torch.rand(2, 4)
+    compat.export(models.DataDependent().eval(), (x,), tmp_path / "g.onnx", input_names=["x"],
+                  dynamic_axes={"x": {0: "b"}})
+    assert compat.last_outcome().route == "legacy"
+    assert not [k for k in vars(x) if k.startswith("_dynamo_")]
+    import onnx
+
+    compat.export(torch.nn.ReLU(), (x,), tmp_path / "p.onnx", route="dynamo", input_names=["x"])
+    dims = onnx.load(str(tmp_path / "p.onnx")).graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_value for d in dims] == [2, 4]

@@ -201,3 +201,46 @@ def test_two_models_of_one_container_class_are_remembered_apart() -> None:
     route_memory.remember(signature.normalize(a, (x,), None), "data-dependent control flow")
     assert route_memory.lookup(signature.normalize(a, (x,), None)) == "data-dependent control flow"
     assert route_memory.lookup(signature.normalize(b, (x,), None)) is None
+
+
+def test_instances_with_different_flags_are_remembered_apart() -> None:
+    import torch
+
+    from compat import signature
+
+    class M(torch.nn.Module):
+        def __init__(self, branchy: bool) -> None:
+            super().__init__()
+            self.branchy = branchy
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    x = torch.ones(2, 4)
+    route_memory.remember(signature.normalize(M(True), (x,), None), "data-dependent control flow")
+    assert route_memory.lookup(signature.normalize(M(True), (x,), None)) is not None
+    assert route_memory.lookup(signature.normalize(M(False), (x,), None)) is None
+
+
+def test_touching_the_model_file_keeps_the_memory(tmp_path: Path) -> None:
+    """A fresh CI checkout changes mtimes, not content: the memory must still hit."""
+    import importlib.util
+
+    import torch
+
+    from compat import signature
+
+    src = tmp_path / "touched_model.py"
+    src.write_text("import torch\nclass T(torch.nn.Module):\n    def forward(self, x):\n        return x\n")
+    spec = importlib.util.spec_from_file_location("touched_model_for_memory", src)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    try:
+        spec.loader.exec_module(mod)
+        req = signature.normalize(mod.T(), (torch.randn(2, 3),), None)
+        route_memory.remember(req, "data-dependent control flow")
+        os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 10**9))
+        assert route_memory.lookup(req) == "data-dependent control flow"
+    finally:
+        sys.modules.pop(spec.name, None)

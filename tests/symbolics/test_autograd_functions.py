@@ -116,8 +116,64 @@ def test_function_symbolic_emits_contrib_op_with_parity(head_export):
 
 def test_nothing_stays_patched_after_export(head_export):
     assert torch.autograd.Function.__dict__["apply"] is autograd_functions._ORIGINAL_APPLY
-    assert autograd_functions._ACTIVE is None
+    assert getattr(autograd_functions._ACTIVE, "session", None) is None
     x = torch.randn(3, 7)
     torch.testing.assert_close(ScaledGelu.apply(x, 2.0, "erf"), torch.nn.functional.gelu(x) * 2.0)
     assert not [n for n in dir(torch.ops) if n.startswith("compat_onnx_fn")
                 and hasattr(getattr(torch.ops, n), "apply")]
+
+
+class _Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, alpha=1.0):
+        return x * alpha
+
+    @staticmethod
+    def symbolic(g, x, alpha=1.0):
+        return g.op("qa::Scale", x, alpha_f=alpha)
+
+
+class _Inner(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    def symbolic(g, x):
+        return g.op("qa::Inner", x)
+
+
+class _Outer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return _Inner.apply(x) + 1
+
+    @staticmethod
+    def symbolic(g, x):
+        return g.op("qa::Outer", x)
+
+
+def _nodes(outcome):
+    return [(n.domain, n.op_type) for n in outcome.program.model_proto.graph.node]
+
+
+def test_keyword_arguments_and_nested_functions_keep_their_custom_nodes():
+    """``Function.apply(x, alpha=2.0)`` and a Function whose forward applies another one export
+    like the TorchScript exporter: the outer custom node only, attributes from the keywords."""
+    from compat.request import ExportRequest
+
+    import dynamo
+
+    class Kw(torch.nn.Module):
+        def forward(self, x):
+            return _Scale.apply(x, alpha=2.0)
+
+    class Nested(torch.nn.Module):
+        def forward(self, x):
+            return _Outer.apply(x) * 2
+
+    out = dynamo.export(ExportRequest(model=Kw(), args=(torch.randn(2, 3),), opset_version=18))
+    node = next(n for n in out.program.model_proto.graph.node if n.op_type == "Scale")
+    assert node.domain == "qa" and node.attribute[0].name == "alpha" and node.attribute[0].f == 2.0
+    out = dynamo.export(ExportRequest(model=Nested(), args=(torch.randn(2, 3),), opset_version=18))
+    assert ("qa", "Outer") in _nodes(out) and ("qa", "Inner") not in _nodes(out)

@@ -190,3 +190,23 @@ def test_registration_below_torchs_own_symbolic_applies_on_neither_route():
         assert "aten::gelu" not in registry.active(18)
     with H.registrations(("::gelu", gelu_contrib, 11)):
         assert registry.active(18)["aten::gelu"].fn is gelu_contrib
+
+
+def test_registered_op_that_torch_export_replaces_falls_back(tmp_path):
+    """detectron2-style ``::to`` override: torch.export turns ``Tensor.to`` into ``_to_copy``
+    before translation, so the symbolic cannot apply there; auto uses the TorchScript route."""
+    import compat
+
+    def to_sym(g, self, *args):
+        return g.op("qa::MyTo", self)
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.to(torch.float64) + 1
+
+    with H.registrations(("::to", to_sym, 9)):
+        compat.export(M(), (torch.randn(3, 3),), tmp_path / "m.onnx", opset_version=17)
+        out = compat.last_outcome()
+        assert out.route == "legacy" and "registered symbolic not applied" in out.fallback_reason
+        with pytest.raises(compat.ExportFailed, match="aten::to"):
+            compat.export(M(), (torch.randn(3, 3),), tmp_path / "d.onnx", opset_version=17, route="dynamo")
