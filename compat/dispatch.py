@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config, ledger, notices, removed_options, saving
+from . import config, ledger, notices, removed_options, saving, shapes_to_axes
 from .errors import CompatValueError, ExportFailed, RouteFailed, RouteUnavailable
 from .request import ExportRequest, Outcome, Translation
 
@@ -159,7 +159,12 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
             module = _route_module(name)
             outcome = None
             try:
-                outcome = module.export(req)
+                route_req, converted = req, None
+                if name == "legacy":
+                    route_req, converted = shapes_to_axes.for_torchscript(req)
+                outcome = module.export(route_req)
+                if converted is not None:
+                    outcome.translations.append(converted)
                 removed_options.apply(req, outcome)
             except RouteUnavailable as exc:
                 if route_plan.requested != "auto":

@@ -188,3 +188,20 @@ def test_positional_dict_input_before_an_empty_trailing_dict(route, tmp_path):
     sess = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
     feeds = dict(zip([i.name for i in sess.get_inputs()], [x.numpy(), scale.numpy()]))
     np.testing.assert_allclose(sess.run(None, feeds)[0], m(x, {"scale": scale}).detach().numpy(), atol=1e-5)
+
+
+def test_fallback_keeps_dynamic_shapes_as_dynamic_axes(models, parity, tmp_path):
+    """A call written for the new exporter (dynamic_shapes) that falls back still gets its
+    dynamic axes on the TorchScript route, named after the Dims."""
+    from torch.export import Dim
+
+    m = models.DataDependent().eval()
+    target = tmp_path / "dd.onnx"
+    compat.export(m, (torch.rand(2, 4),), target, dynamic_shapes={"x": {0: Dim("batch")}})
+    out = compat.last_outcome()
+    assert out.route == "legacy"
+    assert any(t.option == "dynamic_shapes" and "'batch'" in t.action for t in out.translations)
+    dims = onnx.load(str(target)).graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "batch"
+    for n in (1, 5):
+        parity.check(target, m, [torch.rand(n, 4)], ["x"])

@@ -114,14 +114,24 @@ def test_dynamic_shapes_probes_with_integer_inputs() -> None:
     ids = torch.tensor([[1, 9, 3], [4, 5, 6]])
     batch = torch.export.Dim("batch")
     r = _quiet_compare(Embed(), (ids,), dynamic_shapes={"ids": {0: batch}}, latency_runs=0)
-    # dynamic_shapes is a torch.export option: the TorchScript route cannot take it
-    assert r.verdict == "one-route-only"
+    # the TorchScript route gets the same axes as dynamic_axes
+    assert r.verdict == "equivalent", r.differences
     assert r.dynamic_axes == {"batch": 2}
-    assert [(c.probe, c.status) for c in r.routes["dynamo"].checks] == [
-        ("example inputs", "match"), ("batch=3", "match")]
+    for route in ("dynamo", "legacy"):
+        assert [(c.probe, c.status) for c in r.routes[route].checks] == [
+            ("example inputs", "match"), ("batch=3", "match")]
 
 
 def test_generated_names_alone_are_not_a_difference() -> None:
     """Without input_names/output_names each exporter names the graph's values its own way."""
     report = _quiet_compare(mlp(), (torch.randn(2, 4),))
     assert report.verdict == "equivalent", report.differences
+
+
+def test_dynamic_shapes_are_probed_on_both_routes() -> None:
+    from torch.export import Dim
+
+    report = _quiet_compare(transformer(), (torch.randn(2, 5, 16),),
+                            dynamic_shapes={"src": {0: Dim("batch"), 1: Dim("seq")}})
+    assert report.verdict == "differs"
+    assert any("legacy route's model fails in onnxruntime at seq=6" in d for d in report.differences)
