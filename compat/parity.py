@@ -245,6 +245,13 @@ def compare_request(
     tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     layout = input_layout(req)
     sizes = layout.axis_sizes()
+    for p in probes or ():
+        unknown = sorted(set(p) - set(sizes))
+        if unknown:
+            from .errors import CompatValueError
+
+            raise CompatValueError(
+                f"probes: {unknown} name no dynamic axis of this call (known: {sorted(sizes) or 'none'})")
     probe_list = [Probe("example inputs", {})] + [
         Probe(", ".join(f"{n}={s}" for n, s in p.items()), dict(p))
         for p in (default_probes(sizes) if probes is None else probes)
@@ -330,11 +337,21 @@ def _error_text(exc: BaseException) -> str:
     for err in failures:
         if isinstance(err, RouteFailed):
             cause = err.cause
-            first = str(cause).strip().splitlines()[0] if cause is not None and str(cause).strip() else ""
+            first = _cause_line(cause) if cause is not None else ""
             parts.append(f"{err.reason}" + (f" ({type(cause).__name__}: {first})" if cause is not None else ""))
         else:
             parts.append(f"{type(err).__name__}: {err}")
     return _short("; ".join(parts), 400)
+
+
+def _cause_line(cause: BaseException) -> str:
+    """The informative line of an exception: torch.export's errors open with a generic banner
+    and give the real cause after "Exception summary"."""
+    lines = [ln.strip() for ln in _NOISE.sub("", str(cause)).splitlines() if ln.strip()]
+    for i, ln in enumerate(lines):
+        if ln.startswith("## Exception summary") and i + 1 < len(lines):
+            return lines[i + 1]
+    return lines[0] if lines else ""
 
 
 def _describe(result: RouteResult, path: str) -> None:

@@ -135,3 +135,9 @@ def test_dynamic_shapes_are_probed_on_both_routes() -> None:
                             dynamic_shapes={"src": {0: Dim("batch"), 1: Dim("seq")}})
     assert report.verdict == "differs"
     assert any("legacy route's model fails in onnxruntime at seq=6" in d for d in report.differences)
+
+
+def test_probe_naming_no_axis_is_an_error() -> None:
+    with pytest.raises(compat.CompatError, match="nope"):
+        compat.compare(mlp(), (torch.randn(2, 4),), input_names=["x"], dynamic_axes={"x": {0: "b"}},
+                       probes=[{"nope": 3}])
