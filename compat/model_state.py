@@ -39,22 +39,9 @@ def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
 def inputs_preserved(args: Any, kwargs: Any) -> Iterator[None]:
     """Undo the marks torch.export leaves on example inputs (``_dynamo_dynamic_indices`` and
     friends): a failed attempt would otherwise make the next export of the same tensor dynamic."""
-    import torch
+    from .signature import flat_tensors
 
-    tensors: list[Any] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, torch.Tensor):
-            tensors.append(x)
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        elif isinstance(x, dict):
-            for y in x.values():
-                walk(y)
-
-    walk(args)
-    walk(kwargs)
+    tensors = flat_tensors((args, kwargs))
     saved = [(t, {k: v for k, v in vars(t).items() if k.startswith("_dynamo_")}) for t in tensors]
     try:
         yield

@@ -262,8 +262,9 @@ def _names(arg: str, value: Any) -> tuple[str, ...] | None:
     return tuple(value)
 
 
-def _flat_tensors(args: tuple[Any, ...]) -> list[Any]:
-    """Tensors of ``args`` in the order the legacy exporter numbers graph inputs."""
+def flat_tensors(args: Any) -> list[Any]:
+    """Tensors of ``args`` (nested tuples, lists, dicts) in the order the legacy exporter numbers
+    graph inputs."""
     import torch
 
     out: list[Any] = []
@@ -291,7 +292,7 @@ def _dynamic_axes(
         return None
     if not isinstance(value, Mapping):
         raise CompatTypeError(f"dynamic_axes must be a dict, got {type(value).__name__}")
-    tensors = _flat_tensors(args)
+    tensors = flat_tensors(args)
     ranks = {name: t.dim() for name, t in zip(input_names or (), tensors)}
     out: dict[str, Any] = {}
     for key, axes in value.items():
