@@ -6,11 +6,10 @@ the result under ``parity`` in the ledger; the runner prints ``print_parity_tabl
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import IO, Any
 
-from .config import ENV_COMPARE
+from .config import env_compare
 from .request import ExportRequest, Outcome
 
 #: (call site, model, parity summary) of every compared call in this process
@@ -18,7 +17,7 @@ results: list[tuple[str, str, dict[str, Any]]] = []
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV_COMPARE, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_compare()
 
 
 def maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None:

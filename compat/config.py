@@ -63,6 +63,11 @@ def env_strict() -> bool | None:
     raise CompatValueError(f"{ENV_STRICT} must be 1 or 0, got {value!r}")
 
 
+def env_compare() -> bool:
+    """``TORCH_ONNX_COMPAT_COMPARE`` (set by ``compat run --compare``)."""
+    return os.environ.get(ENV_COMPARE, "").strip().lower() in _TRUE
+
+
 def env_ledger() -> str | None:
     return os.environ.get(ENV_LEDGER) or None
 

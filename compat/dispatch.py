@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -139,7 +138,7 @@ def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
 
 def _maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None:
     """``python -m compat run --compare``: also export on both routes and judge parity."""
-    if not os.environ.get(config.ENV_COMPARE):
+    if not config.env_compare():
         return None
     from .compare_hook import maybe_compare
 

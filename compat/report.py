@@ -190,18 +190,15 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines += ["", "### Fallbacks to the TorchScript route, by reason", ""]
     if fb:
         lines += [f"{report['fallbacks']['calls']} auto-routed call(s) took the TorchScript route.", ""]
-    if fb:
-        lines += ["| reason | calls | of which remembered | call sites |", "|---|---:|---:|---|"]
-        for g in fb:
-            lines.append(f"| {_cell(g['reason'])} | {g['calls']} | {g['remembered']} | {_sites(g['call_sites'])} |")
+        lines += _table(("reason", "calls:", "of which remembered:", "call sites"), [
+            (_cell(g["reason"]), g["calls"], g["remembered"], _sites(g["call_sites"])) for g in fb])
     else:
         lines.append("None.")
     lines += ["", "### Call sites still on the TorchScript route", ""]
     if report["legacy_call_sites"]:
-        lines += ["| call site | model | calls | why |", "|---|---|---:|---|"]
-        for s in report["legacy_call_sites"]:
-            lines.append(f"| `{s['call_site']}` | {', '.join(f'`{m}`' for m in s['models'])} | {s['calls']} "
-                         f"| {_cell('; '.join(s['reasons']) or '-')} |")
+        lines += _table(("call site", "model", "calls:", "why"), [
+            (f"`{c['call_site']}`", ", ".join(f"`{m}`" for m in c["models"]), c["calls"],
+             _cell("; ".join(c["reasons"]) or "-")) for c in report["legacy_call_sites"]])
     elif not n:
         lines.append("None: no export calls recorded.")
     elif not report["status"].get("ok"):
@@ -210,9 +207,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines.append("None: every successful call took the torch.export route.")
     lines += ["", "### Legacy usages (ONX codes)", ""]
     if report["legacy_usages"]:
-        lines += ["| code | usage | calls | call sites |", "|---|---|---:|---|"]
-        for u in report["legacy_usages"]:
-            lines.append(f"| {u['code']} | {_cell(u['title'])} | {u['calls']} | {_sites(u['call_sites'])} |")
+        lines += _table(("code", "usage", "calls:", "call sites"), [
+            (u["code"], _cell(u["title"]), u["calls"], _sites(u["call_sites"])) for u in report["legacy_usages"]])
     else:
         lines.append("None.")
     parity = report["parity"]
@@ -233,6 +229,14 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
+    """Markdown table lines; a header ending in ``:`` is a right-aligned (numeric) column."""
+    names = [h.rstrip(":") for h in header]
+    rule = ["---:" if h.endswith(":") else "---" for h in header]
+    return ["| " + " | ".join(names) + " |", "|" + "|".join(rule) + "|",
+            *("| " + " | ".join(str(c) for c in row) + " |" for row in rows)]
 
 
 def _cell(text: str, limit: int = 200) -> str:

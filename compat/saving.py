@@ -28,10 +28,12 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
     target = os.path.abspath(os.fsdecode(os.fspath(f)))
     if outcome.staged is not None:
         _move_staged(outcome.staged, target)
-    elif outcome.model_bytes is not None and not _external(outcome, req):
+        return target
+    external = _external(outcome, req)
+    if outcome.model_bytes is not None and not external:
         _replace_with_bytes(target, outcome.model_bytes)
     else:
-        _replace_with_files(target, outcome, _external(outcome, req))
+        _replace_with_files(target, outcome, external)
     return target
 
 

@@ -63,6 +63,14 @@ def test_missing_script_is_usage_error(tmp_path):
     assert out.returncode == 2 and "nope.py" in out.stderr
 
 
+def _example_namespace(script: str) -> dict:
+    """The example script's definitions (everything before it reads its arguments)."""
+    ns: dict = {}
+    src = (EXAMPLES / script).read_text().split("out_dir =")[0]
+    exec(compile(src, script, "exec"), ns)
+    return ns
+
+
 def _session(path):
     import onnxruntime as ort
 
@@ -82,9 +90,7 @@ def test_torch_1x_script_runs_unchanged(tmp_path):
     assert rec["status"] == "ok"
     assert {"ONX206", "ONX201", "ONX203", "ONX204"} <= set(rec["warnings"])
     # the script's own model, rebuilt with its seed, against the exported file
-    ns: dict = {}
-    src = (EXAMPLES / "legacy_1x_export.py").read_text().split("out_dir =")[0]
-    exec(compile(src, "legacy_1x_export", "exec"), ns)
+    ns = _example_namespace("legacy_1x_export.py")
     torch.manual_seed(0)
     model = ns["TinyClassifier"]().eval()
     sess = _session(tmp_path / "classifier.onnx")
@@ -103,9 +109,7 @@ def test_untraceable_model_script_falls_back(tmp_path):
     rec = _ledger(book)[-1]
     assert rec["route_taken"] == "legacy" and "data-dependent" in rec["fallback_reason"]
     assert "route=legacy" in out.stderr  # the exit summary says what happened
-    ns: dict = {}
-    src = (EXAMPLES / "control_flow_export.py").read_text().split("out_dir =")[0]
-    exec(compile(src, "control_flow_export", "exec"), ns)
+    ns = _example_namespace("control_flow_export.py")
     torch.manual_seed(1)
     model = ns["Gate"]().eval()
     with torch.no_grad():

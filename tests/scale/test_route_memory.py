@@ -166,7 +166,10 @@ def test_parallel_writers(tmp_path: Path, isolated_cache: Path) -> None:
         f"writer{n}:{i}" for n in range(writers) for i in range(rounds)}
 
 
-def test_editing_the_model_source_retries_torch_export(tmp_path: Path) -> None:
+@pytest.fixture
+def user_model_file(tmp_path: Path):
+    """A model class in its own source file, imported as a module (removed again afterwards);
+    yields ``(path, request for an instance of it)``."""
     import importlib.util
 
     import torch
@@ -175,19 +178,27 @@ def test_editing_the_model_source_retries_torch_export(tmp_path: Path) -> None:
 
     src = tmp_path / "user_model.py"
     src.write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n")
-    spec = importlib.util.spec_from_file_location("user_model_for_memory", src)
+    spec = importlib.util.spec_from_file_location(f"user_model_{tmp_path.name}", src)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     try:
         spec.loader.exec_module(mod)
-        req = signature.normalize(mod.M(), (torch.randn(2, 3),), None)
-        route_memory.remember(req, "data-dependent control flow")
-        assert route_memory.lookup(req) == "data-dependent control flow"
-        src.write_text(src.read_text() + "# the user fixed the model\n")
-        os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 10**9))
-        assert route_memory.lookup(req) is None
+        yield src, signature.normalize(mod.M(), (torch.randn(2, 3),), None)
     finally:
         sys.modules.pop(spec.name, None)
+
+
+def _bump_mtime(path: Path) -> None:
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+
+
+def test_editing_the_model_source_retries_torch_export(user_model_file) -> None:
+    src, req = user_model_file
+    route_memory.remember(req, "data-dependent control flow")
+    assert route_memory.lookup(req) == "data-dependent control flow"
+    src.write_text(src.read_text() + "# the user fixed the model\n")
+    _bump_mtime(src)
+    assert route_memory.lookup(req) is None
 
 
 def test_two_models_of_one_container_class_are_remembered_apart() -> None:
@@ -223,24 +234,9 @@ def test_instances_with_different_flags_are_remembered_apart() -> None:
     assert route_memory.lookup(signature.normalize(M(False), (x,), None)) is None
 
 
-def test_touching_the_model_file_keeps_the_memory(tmp_path: Path) -> None:
+def test_touching_the_model_file_keeps_the_memory(user_model_file) -> None:
     """A fresh CI checkout changes mtimes, not content: the memory must still hit."""
-    import importlib.util
-
-    import torch
-
-    from compat import signature
-
-    src = tmp_path / "touched_model.py"
-    src.write_text("import torch\nclass T(torch.nn.Module):\n    def forward(self, x):\n        return x\n")
-    spec = importlib.util.spec_from_file_location("touched_model_for_memory", src)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    try:
-        spec.loader.exec_module(mod)
-        req = signature.normalize(mod.T(), (torch.randn(2, 3),), None)
-        route_memory.remember(req, "data-dependent control flow")
-        os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 10**9))
-        assert route_memory.lookup(req) == "data-dependent control flow"
-    finally:
-        sys.modules.pop(spec.name, None)
+    src, req = user_model_file
+    route_memory.remember(req, "data-dependent control flow")
+    _bump_mtime(src)
+    assert route_memory.lookup(req) == "data-dependent control flow"
