@@ -9,7 +9,9 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from .config import env_compare
+from .config import ENV_COMPARE, env_compare
+
+__all__ = ["ENV_COMPARE", "enabled", "maybe_compare", "print_parity_table", "results"]
 from .request import ExportRequest, Outcome
 
 #: (call site, model, parity summary) of every compared call in this process
