@@ -42,6 +42,23 @@ class RouteFailed(CompatError, RuntimeError):
         self.cause = cause
 
 
+class OpsetNotReached(RouteFailed):
+    """torch.export exported the model, but it could not be brought down to the requested opset.
+
+    ``program`` is the route's model at ``reached``, the lowest opset it could be brought to
+    (it may be the opset it was built at); the dispatcher may deliver it rather than fail.
+    """
+
+    def __init__(
+        self, route: str, wanted: int, reached: int, program: object,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(route, f"opset {wanted} not reachable", cause)
+        self.wanted = wanted
+        self.reached = reached
+        self.program = program
+
+
 class ExportFailed(CompatError, RuntimeError):
     """Every planned route failed; ``failures`` maps route name to its ``RouteFailed``."""
 
