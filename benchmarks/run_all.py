@@ -22,7 +22,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 #: benchmarks other issues deliver; a missing one is reported, not an error
-EXPECTED = ("bench_dispatch", "bench_memory", "bench_latency", "bench_migrate", "bench_transformer")
+EXPECTED = ("bench_dispatch", "bench_memory", "bench_latency", "bench_migrate", "bench_transformer", "bench_hf",
+            "bench_opsets")
 
 
 def _load(path: Path) -> Any:

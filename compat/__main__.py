@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-USAGE = """usage: python -m compat {run,report,catalog} ...
+USAGE = f"""usage: python -m {__package__} {{run,report,catalog}} ...
 
   run [--route R] [--strict] [--ledger P] [--compare] script.py ARGS...
                       run a script unchanged with torch.onnx patched
@@ -33,14 +33,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report_main(rest)
     if cmd == "catalog":
         return _catalog(rest)
-    print(f"python -m compat: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
+    print(f"python -m {__package__}: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 
 
 def _catalog(argv: list[str]) -> int:
     from . import catalog
 
-    p = argparse.ArgumentParser(prog="python -m compat catalog")
+    p = argparse.ArgumentParser(prog=f"python -m {__package__} catalog")
     p.add_argument("--format", choices=("text", "markdown"), default="text")
     ns = p.parse_args(argv)
     sys.stdout.write(catalog.to_markdown() if ns.format == "markdown" else catalog.to_text())

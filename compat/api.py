@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, Literal
 
 from . import dispatch, notices, signature
+from ._runtime import require_runtime
 from .request import Outcome
+
+RouteName = Literal["auto", "dynamo", "legacy"]
 
 _last_outcome: Outcome | None = None
 #: (call site, Outcome or None, error or None) of every export call in this process;
@@ -13,27 +20,78 @@ _last_outcome: Outcome | None = None
 history: list[tuple[str, Outcome | None, BaseException | None]] = []
 
 
-def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
+def export(
+    model: Any,
+    args: Any = (),
+    f: Any = None,
+    *positional: Any,
+    route: RouteName | None = None,
+    strict: bool | None = None,
+    **options: Any,
+) -> Any:
     """Export ``model`` like ``torch.onnx.export`` of any torch from 1.3 to 2.14 would.
 
-    Extra keywords: ``route`` (``auto``, ``dynamo``, ``legacy``) and ``strict``. Returns what
-    ``torch.onnx.export`` returns on the route taken (an ``ONNXProgram`` or ``None``).
+    ``route`` forces a route (default: ``TORCH_ONNX_COMPAT_ROUTE``, pyproject, then ``auto``);
+    ``strict=True`` turns legacy usages into errors. ``options`` are ``torch.onnx.export``
+    keywords of any torch version. Returns what ``torch.onnx.export`` returns on the route
+    taken (an ``ONNXProgram`` or ``None``).
     """
+    if route is not None:
+        options["route"] = route
+    if strict is not None:
+        options["strict"] = strict
     return _export(model, args, f, *positional, _entry="compat.export", **options)
 
 
 def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **options: Any) -> Any:
     global _last_outcome
+    require_runtime(_entry)
     site = notices.find_call_site()
     req = signature.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
     try:
-        outcome, result = dispatch.run(req, site)
+        with _torch_prints_to_stderr(req.verbose):
+            outcome, result = dispatch.run(req, site)
     except Exception as exc:
         history.append((req.call_site, None, exc))
         raise
     _last_outcome = outcome
     history.append((req.call_site, outcome, None))
     return result
+
+
+_stdout_lock = threading.Lock()
+_redirects = 0
+_saved_stdout: Any = None
+
+
+@contextlib.contextmanager
+def _torch_prints_to_stderr(verbose: Any) -> Iterator[None]:
+    """The exporters print on stdout: Python prints, and the TorchScript exporter's C++ log,
+    which torch >= 2.7 leaves on, dumps the whole graph when a route fails. Unless the call asked
+    for ``verbose``, both go to stderr, so stdout stays the script's. Counted, so that exports
+    in several threads restore the real stdout once, after the last one."""
+    global _redirects, _saved_stdout
+    if verbose:
+        yield
+        return
+    import torch
+
+    set_log_stream = getattr(torch._C, "_jit_set_onnx_log_output_stream", None)
+    with _stdout_lock:
+        if _redirects == 0:
+            _saved_stdout, sys.stdout = sys.stdout, sys.stderr
+            if set_log_stream is not None:
+                set_log_stream("stderr")
+        _redirects += 1
+    try:
+        yield
+    finally:
+        with _stdout_lock:
+            _redirects -= 1
+            if _redirects == 0:
+                sys.stdout, _saved_stdout = _saved_stdout, None
+                if set_log_stream is not None:
+                    set_log_stream("stdout")  # torch's default
 
 
 def last_outcome() -> Outcome | None:

@@ -8,15 +8,22 @@ the rewriter and lint jobs use it where torch is not installed.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
+
+from .commands import MIGRATE
 
 Applicability = Literal["safe", "unsafe", "none"]
 
 #: the lowest opset torch's torch.export-based exporter builds (torch 2.9-2.13): it converts down
 #: from there, and silently stays at this opset when an operator has no version adapter
 DYNAMO_MIN_OPSET = 18
+
+#: the first torch whose ``torch.onnx.export`` takes ``dynamo=`` (and ``external_data=``,
+#: ``dynamic_shapes=``); code that must run on older torch never gets them from the rewriter
+DYNAMO_KEYWORD_SINCE = (2, 5)
 
 
 @dataclass(frozen=True)
@@ -41,13 +48,28 @@ class Entry:
         """The rule family, e.g. ``ONX1`` for ``ONX104``."""
         return self.code[:4]
 
-    def message(self) -> str:
-        """The warning / finding text, with the exact replacement and how to migrate."""
+    def message(self, path: str = "PATH", select: str | None = None) -> str:
+        """The warning / finding text, with the exact replacement and a command that migrates
+        ``path``; it selects ``select`` (the rewriter knows a site's exact needs) or the codes
+        this entry's fixes may need (``fix_select``)."""
+        where = shlex.quote(path) if path != "PATH" else path
         return (
             f"{self.code} {self.summary}: {self.changed}. Use {self.replacement}. "
-            f"Migrate with: python -m compat.migrate --select {self.code} PATH"
+            f"Migrate with: {MIGRATE} --fix --select "
+            f"{select or self.fix_select()} {where}"
         )
 
+    def fix_select(self) -> str:
+        """``--select`` codes under which this entry's fix applies: its own code, plus the codes
+        whose edits the fix includes (ONX1/ONX2 fixes write ONX001's ``dynamo=`` and use
+        ONX206's keywords for positional options; the rewriter never makes an unselected
+        finding's edit)."""
+        needs = [c for c in _FIX_NEEDS.get(self.family, ()) if c != self.code]
+        return ",".join((*needs, self.code))
+
+
+#: the codes a family's fixes include edits of (see ``Entry.fix_select``)
+_FIX_NEEDS = {"ONX1": ("ONX001", "ONX206"), "ONX2": ("ONX001", "ONX206")}
 
 _E = Entry
 
@@ -78,7 +100,8 @@ ENTRIES: tuple[Entry, ...] = (
         "EVAL/PRESERVE keep their meaning on both routes; TRAINING exports batch statistics",
         "set the model's mode before export (`model.eval()` / `model.train()`)",
         "drops `training=EVAL` (safe when the model is evidently in eval mode, else unsafe with "
-        "`model.eval()`); TRAINING pins `dynamo=False`",
+        "`model.eval()`); TRAINING pins `dynamo=False` (also when a ledger shows the shim "
+        "translated it on the torch.export route)",
         "unsafe", deprecated_in="2.9", tokens=("training",),
     ),
     _E(
@@ -130,7 +153,10 @@ ENTRIES: tuple[Entry, ...] = (
     _E(
         "ONX202", "use_external_data_format", "`use_external_data_format=`",
         "removed in torch 2.0", "saves weights to an external data file",
-        "`external_data=`", "renames it to `external_data=`",
+        "`external_data=True` with `dynamo=True`",
+        "renames it to `external_data=` on the torch.export route; on the TorchScript route "
+        "(which ignores `external_data=`) moves the weights to `<f>.data` with `onnx.save_model` "
+        "after the export",
         "safe", deprecated_in="1.13", removed_in="2.0", tokens=("use_external_data_format",),
     ),
     _E(
@@ -222,6 +248,28 @@ ENTRIES: tuple[Entry, ...] = (
         "re-provided by `compat.patch()`", "`model.eval()` / `model.train()` around the export",
         "rewritten to explicit mode handling", "unsafe",
         deprecated_in="2.7", tokens=("select_model_mode_for_export",),
+    ),
+    _E(
+        "ONX501", "torch version branch",
+        "a branch only torch older than the supported minimum reaches (`if is_torch_less_than_1_11:`, "
+        "`if torch.__version__ < \"1.11\":`)",
+        "it never runs on the torch the code now needs (`dynamo=` needs torch 2.5; see "
+        "`--target-torch`), and its export call uses options that torch removed",
+        "nothing: the branch is not taken on current torch",
+        "the live branch alone (delete the old-torch branch)",
+        "reports the branch as dead code to delete and leaves its export call alone; the live "
+        "branch is migrated",
+        "none",
+    ),
+    _E(
+        "ONX002", "opset_version", "`opset_version=` that no export route could honour",
+        "the torch.export exporter (the default since torch 2.9) builds opset 18 and converts "
+        "down; an operator without a down-conversion keeps the model above the requested opset",
+        "converted down where possible, else built by the TorchScript exporter; when neither "
+        "can, the torch.export route's model is written at the lowest opset it reached, with "
+        "this warning and the ledger's `opset_written` (strict mode: the export fails)",
+        "`opset_version=18` or higher, or a runtime that reads the opset written",
+        "none: the ONX001 fix pins `dynamo=False` for opsets below 18", "none",
     ),
 )
 

@@ -14,9 +14,11 @@ matching pattern wins.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import functools
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,23 +96,65 @@ def load_project(start: str) -> ProjectConfig:
     return _load_cached(path, os.stat(path).st_mtime_ns)
 
 
-@functools.lru_cache(maxsize=64)
-def _load_cached(path: str, _mtime: int) -> ProjectConfig:
-    import tomllib
+#: keys of ``[tool.torch-onnx-compat]``; ``migrate`` is the rewriter's table (migration/cli.py)
+PROJECT_KEYS = ("route", "strict", "routes", "migrate")
 
+
+def _toml() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the ``tomli`` dependency of the distribution on Python 3.10
+        import tomli as tomllib
+    return tomllib
+
+
+def read_pyproject(path: str) -> dict[str, Any]:
+    """The parsed ``path``; CompatValueError naming the file when it is unreadable, not UTF-8
+    or not TOML (also used by ``compat.migrate`` for its own table)."""
+    tomllib = _toml()
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CompatValueError(f"{path}: cannot read [tool.torch-onnx-compat]: {exc}") from exc
-    section: dict[str, Any] = data.get("tool", {}).get("torch-onnx-compat", {})
+            raw = fh.read()
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CompatValueError(f"{path}: not UTF-8 text (byte {exc.start}): {exc.reason}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CompatValueError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise CompatValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def project_section(data: dict[str, Any], path: str) -> dict[str, Any]:
+    """``[tool.torch-onnx-compat]`` of parsed ``data`` ({} when absent), checked to be a table."""
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise CompatValueError(f"{path}: `tool` must be a table, got {type(tool).__name__}")
+    section = tool.get("torch-onnx-compat", {})
+    if not isinstance(section, dict):
+        raise CompatValueError(
+            f"{path}: [tool.torch-onnx-compat] must be a table, got {type(section).__name__}")
+    return section
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(path: str, _mtime: int) -> ProjectConfig:
+    section = project_section(read_pyproject(path), path)
+    unknown = [key for key in section if key not in PROJECT_KEYS]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, PROJECT_KEYS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(PROJECT_KEYS)})"
+        raise CompatValueError(f"{path}: unknown key {key!r} in [tool.torch-onnx-compat]{hint}")
     route = section.get("route")
     if route is not None and route not in ROUTES:
         raise CompatValueError(f"{path}: [tool.torch-onnx-compat] route must be one of {ROUTES}, got {route!r}")
     strict = section.get("strict")
     if strict is not None and not isinstance(strict, bool):
-        raise CompatValueError(f"{path}: [tool.torch-onnx-compat] strict must be true or false")
+        raise CompatValueError(f"{path}: [tool.torch-onnx-compat] strict must be true or false, got {strict!r}")
     routes = section.get("routes", {})
+    if not isinstance(routes, dict):
+        raise CompatValueError(f"{path}: [tool.torch-onnx-compat.routes] must be a table of "
+                               f"pattern = route, got {routes!r}")
     for pattern, r in routes.items():
         if r not in ROUTES:
             raise CompatValueError(f"{path}: [tool.torch-onnx-compat.routes] {pattern!r} = {r!r} is not a route")

@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config, ledger, notices, removed_options, saving, shapes_to_axes
-from .errors import CompatValueError, ExportFailed, RouteFailed, RouteUnavailable
+from . import attempt_logs, config, ledger, notices, removed_options, saving, shapes_to_axes
+from .errors import CompatValueError, ExportFailed, OpsetNotReached, RouteFailed, RouteUnavailable
 from .request import ExportRequest, Outcome, Translation
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # torch colours its export errors
@@ -29,13 +29,9 @@ class RoutePlan:
 
 
 def _route_module(name: str) -> Any:
-    if name == "legacy":
-        import legacy
+    from ._routes import route_module
 
-        return legacy
-    import dynamo
-
-    return dynamo
+    return route_module(name)
 
 
 def _requested(req: ExportRequest) -> str | None:
@@ -56,8 +52,7 @@ def plan(req: ExportRequest, site: notices.CallSite | None = None) -> RoutePlan:
     requested, source = config.resolve_route(_requested(req), req.call_site, _modules(req, site))
     if requested == "legacy":
         return RoutePlan(requested, source, ["legacy"])
-    import dynamo
-    import legacy
+    dynamo, legacy = _route_module("dynamo"), _route_module("legacy")
 
     only_legacy = dynamo.legacy_only_reasons(req)
     if requested == "dynamo":
@@ -110,6 +105,8 @@ def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
     """Warn (or refuse in strict mode), plan, export, save atomically, record; returns
     the Outcome and what ``torch.onnx.export`` returns for the route taken."""
     ledger_path = config.env_ledger()
+    if ledger_path:
+        ledger_path = ledger.check_path(ledger_path)  # a bad ledger path fails before any work
     if config.resolve_strict(req.strict, req.call_site):
         notices.raise_strict(req.usages)
     codes = notices.warn_usages(req.usages, site)
@@ -119,21 +116,68 @@ def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
     failures: dict[str, RouteFailed] = {}
     try:
         route_plan = plan(req, site)
-        outcome = _run_routes(req, route_plan, failures)
+        try:
+            outcome = _run_routes(req, route_plan, failures)
+        except ExportFailed:
+            outcome = _lowest_opset_outcome(req, route_plan, failures, site, codes)
+            if outcome is None:
+                raise
         outcome.warnings = codes
         outcome.duration_s = time.perf_counter() - start
         outcome.output = _save(outcome, req)
     except BaseException as exc:
+        logs = attempt_logs.write(failures, ledger_path)
         if ledger_path:
-            ledger.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start))
+            ledger.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start, logs))
         raise
+    logs = attempt_logs.write(failures, ledger_path)
     parity = _maybe_compare(req, outcome)
     if ledger_path:
-        record = _record(req, route_plan, outcome, codes, failures, None, start)
+        record = _record(req, route_plan, outcome, codes, failures, None, start, logs)
         if parity is not None:
             record["parity"] = parity
         ledger.append(ledger_path, record)
     return outcome, (outcome.program if outcome.route == "dynamo" else None)
+
+
+def _lowest_opset_outcome(
+    req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed],
+    site: notices.CallSite, codes: list[str],
+) -> Outcome | None:
+    """Never worse than plain torch: when every route failed and one of them is the torch.export
+    route that built the model but could not bring it down to ``opset_version``, its model at the
+    lowest opset reached is the result (warned as ONX002). None: nothing to deliver, or strict."""
+    below = next((e for e in failures.values() if isinstance(e, OpsetNotReached)
+                  and e.program is not None), None)
+    if below is None or config.resolve_strict(req.strict, req.call_site):
+        return None
+    outcome: Outcome = getattr(below, "outcome", None) or Outcome(route=below.route)
+    outcome.program = below.program
+    try:
+        removed_options.apply(req, outcome)
+    except RouteFailed:
+        return None
+    others = [f"the {_ROUTE_NAMES.get(r, r)} route failed too ({_first_line(e.cause) or e.reason})"
+              for r, e in failures.items() if e is not below]
+    why = f"{_first_line(below.cause) or below.reason}" + "".join(f"; {o}" for o in others)
+    action = (f"{below.wanted}: no route could export at opset {below.wanted}; "
+              f"written at opset {below.reached} by the {_ROUTE_NAMES.get(below.route, below.route)} "
+              f"route ({why})")
+    outcome.translations[:0] = route_plan.translations
+    outcome.translations.append(Translation("ONX002", "opset_version", action))
+    outcome.fallback_reason = attempt_logs.reasons(failures)
+    notices.emit(notices.make_warning("ONX002", f"opset_version={action}", site.filename), site)
+    if "ONX002" not in codes:
+        codes.append("ONX002")
+    return outcome
+
+
+_ROUTE_NAMES = {"dynamo": "torch.export", "legacy": "TorchScript"}
+
+
+def _first_line(exc: BaseException | None) -> str:
+    text = _ANSI.sub("", str(exc)).strip() if exc is not None else ""
+    return text.splitlines()[0][:200] if text else ""
 
 
 def _maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None:
@@ -150,7 +194,7 @@ def _save(outcome: Outcome, req: ExportRequest) -> str | None:
 
 
 def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
-    from .model_state import inputs_preserved, preserved
+    from .model_state import inputs_preserved, preserved, route_guard
 
     with _LOCK, preserved(req.model, will_train=req.training == "TRAINING"), \
             inputs_preserved(req.args, req.kwargs):
@@ -161,7 +205,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 route_req, converted = req, None
                 if name == "legacy":
                     route_req, converted = shapes_to_axes.for_torchscript(req)
-                outcome = module.export(route_req)
+                with route_guard(req.model, name, req.verify):  # the forward may write to the model
+                    outcome = module.export(route_req)
                 if converted is not None:
                     outcome.translations.append(converted)
                 removed_options.apply(req, outcome)
@@ -177,7 +222,7 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 continue
             outcome.translations[:0] = route_plan.translations
             if failures:
-                outcome.fallback_reason = "; ".join(f"{r}: {e.reason}" for r, e in failures.items())
+                outcome.fallback_reason = attempt_logs.reasons(failures)
                 if name == "legacy" and "dynamo" in failures:
                     _remember(req, failures["dynamo"].reason)
             elif route_plan.reason:
@@ -189,12 +234,15 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
 def _record(
     req: ExportRequest, route_plan: RoutePlan | None, outcome: Outcome | None, codes: list[str],
     failures: dict[str, RouteFailed], error: BaseException | None, start: float,
+    logs: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from . import torch_caps
 
     fallback = outcome.fallback_reason if outcome else (
-        "; ".join(f"{r}: {e.reason}" for r, e in failures.items()) or None
+        attempt_logs.reasons(failures) or None
     )
+    # a model delivered below the requested opset failed "its own" route (_lowest_opset_outcome)
+    below = failures.get(outcome.route) if outcome else None
     return {
         "call_site": req.call_site,
         "route_requested": route_plan.requested if route_plan else req.route or "auto",
@@ -208,4 +256,8 @@ def _record(
         "model": type(req.model).__qualname__,
         "status": "ok" if error is None else "failed",
         "error": None if error is None else _ANSI.sub("", f"{type(error).__name__}: {error}"),
+        "notes": list(outcome.notes) if outcome else [],
+        "opset_written": below.reached if isinstance(below, OpsetNotReached) else None,
+        "attempt_logs": dict(logs or {}),
+        "tracer_warnings": list(outcome.tracer_warnings) if outcome else [],
     }

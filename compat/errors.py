@@ -19,6 +19,14 @@ class CompatFileNotFoundError(CompatError, FileNotFoundError):
     """The output folder does not exist."""
 
 
+class CompatPermissionError(CompatError, PermissionError):
+    """The output file (or its folder) cannot be written by this user."""
+
+
+class RuntimeExtraMissing(CompatError, ImportError):
+    """The shim needs the ``runtime`` extra (torch, onnx, onnxscript), which is not installed."""
+
+
 class StrictModeError(CompatError, TypeError):
     """A legacy usage was found while strict mode is on."""
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import sys
 import warnings
 from collections.abc import Iterable
@@ -13,7 +16,21 @@ from . import catalog
 from .errors import LegacyExportWarning, StrictModeError
 from .request import Usage
 
-_OWN_PACKAGES = ("compat", "legacy", "dynamo", "migration")
+
+def _own_folders() -> tuple[str, ...]:
+    """Where this project's code lives: the installed ``torch_onnx_compat`` folder (which holds
+    the routes and the rewriter), or in a checkout ``compat/`` and its sibling folders."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.isdir(os.path.join(here, "legacy")):
+        return (here + os.sep,)
+    root = os.path.dirname(here)
+    return tuple(os.path.join(root, name) + os.sep for name in ("compat", "legacy", "dynamo", "migration"))
+
+
+#: frames are ours by file, never by module name: a user's own ``migration.*``, ``dynamo.*`` or
+#: ``legacy.*`` module is the user's call site
+_OWN_FOLDERS = _own_folders()
+_CONTEXTLIB = os.path.abspath(contextlib.__file__)
 
 
 @dataclass(frozen=True)
@@ -27,23 +44,25 @@ class CallSite:
         return f"{self.filename}:{self.lineno}"
 
 
-def _is_own(module: str) -> bool:
-    return module.split(".", 1)[0] in _OWN_PACKAGES
+@functools.lru_cache(maxsize=1024)
+def is_own_file(filename: str) -> bool:
+    """True for a file of this project (the shim, its routes, the rewriter) or contextlib."""
+    path = os.path.abspath(filename)
+    return path == _CONTEXTLIB or path.startswith(_OWN_FOLDERS)
 
 
 def find_call_site(frame: FrameType | None = None) -> CallSite:
-    """The first frame outside this project's packages: the user's export call."""
+    """The first frame outside this project's code: the user's export call."""
     f = frame or sys._getframe(1)
     while f is not None:
-        module = f.f_globals.get("__name__", "")
-        if not _is_own(module) and module != "contextlib":
-            return CallSite(f.f_code.co_filename, f.f_lineno, module, f.f_globals)
+        if not is_own_file(f.f_code.co_filename):
+            return CallSite(f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__", ""), f.f_globals)
         f = f.f_back
     return CallSite("<unknown>", 0, "", {})
 
 
-def make_warning(code: str, detail: str = "") -> LegacyExportWarning:
-    text = catalog.get(code).message()
+def make_warning(code: str, detail: str = "", path: str = "PATH") -> LegacyExportWarning:
+    text = catalog.get(code).message(path)
     if detail:
         text = f"{text} [{detail}]"
     w = LegacyExportWarning(text)
@@ -59,7 +78,7 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
             continue
         codes.append(usage.code)
         detail = usage.detail or (f"{usage.option}=" if usage.option else "")
-        emit(make_warning(usage.code, detail), site)
+        emit(make_warning(usage.code, detail, site.filename), site)
     return codes
 
 
@@ -116,7 +135,7 @@ def api_usage(code: str, site: CallSite) -> None:
 
     if resolve_strict(None, str(site)):
         raise_strict([Usage(code, catalog.get(code).name)])
-    emit(make_warning(code), site)
+    emit(make_warning(code, path=site.filename), site)
     if code not in _pending_api_codes:
         _pending_api_codes.append(code)
 

@@ -117,6 +117,7 @@ class ParityReport:
         """The compact form the ledger records under ``parity``."""
         return {
             "verdict": self.verdict,
+            "output_names_differ": self.output_names_differ,
             "differences": list(self.differences),
             "routes": {
                 name: {
@@ -157,12 +158,38 @@ class ParityReport:
         lines += [f"| {label} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for label, cells in rows]
         if self.differences:
             lines += ["", "**Differences**", ""] + [f"- {d}" for d in self.differences]
+        if self.output_names_differ and not any(d.startswith("outputs names") for d in self.differences):
+            named = "; ".join(f"{n} {v}" for n, v in self.output_names.items())
+            note = f"Output names differ between routes ({named}): pass `output_names=` to fix them."
+            lines += ["", note]
         tol = ", ".join(f"{k} rtol={v[0]:g} atol={v[1]:g}" for k, v in self.tolerances.items())
         lines += ["", f"Tolerances: {tol}.", ""]
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.to_markdown()
+
+    def __repr__(self) -> str:
+        routes = ", ".join(f"{name}={r.status}" for name, r in self.routes.items())
+        text = f"ParityReport(model={self.model!r}, verdict={self.verdict!r}, routes: {routes}"
+        if self.differences:
+            text += f", {len(self.differences)} difference(s)"
+        if self.output_names_differ:
+            text += ", output names differ"
+        return text + ")"
+
+    @property
+    def output_names(self) -> dict[str, list[str]]:
+        """Each exported route's graph output names."""
+        return {name: [v["name"] for v in r.outputs] for name, r in self.routes.items() if r.ok}
+
+    @property
+    def output_names_differ(self) -> bool:
+        """The routes' models name their outputs differently: code that reads outputs by name
+        (``session.run(["logits"], ...)``) breaks when the route changes. Exporters generate
+        their own names unless ``output_names=`` is given; the verdict counts names only then."""
+        names = list(self.output_names.values())
+        return len(names) > 1 and any(n != names[0] for n in names[1:])
 
 
 def _round(v: float | None, digits: int = 4) -> float | None:

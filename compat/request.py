@@ -105,6 +105,21 @@ class Outcome:
     duration_s: float = 0.0
     output: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: TracerWarnings of a TorchScript-route export (``{file, line, message}``): a branch or value
+    #: baked into the graph at that line
+    tracer_warnings: list[dict[str, Any]] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        # the default repr would print the whole ONNXProgram or model bytes
+        parts = [f"route={self.route!r}", f"output={self.output!r}"]
+        if self.fallback_reason:
+            parts.append(f"fallback_reason={_clip(self.fallback_reason)!r}")
+        if self.warnings:
+            parts.append(f"warnings={self.warnings!r}")
+        if self.translations:
+            parts.append("translations=" + repr([f"{t.code} {t.option}" for t in self.translations]))
+        parts.append(f"duration_s={self.duration_s:.2f}")
+        return f"Outcome({', '.join(parts)})"
 
     def model_proto(self) -> Any:
         """The ``onnx.ModelProto`` of the result (imports onnx)."""
@@ -115,3 +130,8 @@ class Outcome:
         if self.staged is not None:
             return onnx.load(self.staged, load_external_data=False)
         return onnx.load_from_string(self.model_bytes)
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

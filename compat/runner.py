@@ -5,18 +5,23 @@ from __future__ import annotations
 import argparse
 import builtins
 import os
+import re
 import sys
 import types
 import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
-from . import config
-from .errors import LegacyExportWarning
+from . import commands, config
+from .errors import CompatError, ExportFailed, LegacyExportWarning
+
+PROG = commands.RUN
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m compat run",
+        prog=PROG,
         description="Run an unchanged export script with torch.onnx patched by torch-onnx-compat.",
     )
     p.add_argument("--route", choices=("auto", "dynamo", "legacy"), help="force a route")
@@ -33,7 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     ns = build_parser().parse_args(list(argv))
     if not os.path.isfile(ns.script):
-        print(f"python -m compat run: can't open file {ns.script!r}", file=sys.stderr)
+        print(f"{PROG}: can't open file {ns.script!r}", file=sys.stderr)
+        return 2
+    from ._runtime import require_runtime
+
+    try:
+        require_runtime(PROG)
+    except CompatError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     # Environment, so that subprocesses the script starts with the shim see the same settings.
     if ns.route:
@@ -107,8 +119,9 @@ def _exit_code(value: object) -> int:
     return 1
 
 
-def print_summary(stream=None) -> None:  # type: ignore[no-untyped-def]
-    """One line per export of this process: where, which route, what was translated."""
+def print_summary(stream: TextIO | None = None) -> None:
+    """One line per export of this process: where, which route, what was translated; a failed
+    export also gets one line per route with that route's cause."""
     from .api import history
 
     stream = stream or sys.stderr
@@ -119,8 +132,11 @@ def print_summary(stream=None) -> None:  # type: ignore[no-untyped-def]
     print(f"\ntorch-onnx-compat: {head}", file=stream)
     for site, outcome, error in history:
         if outcome is None:
-            first = str(error).splitlines()[0] if str(error) else ""
+            first = one_line(str(error))
             print(f"  {site}  FAILED {type(error).__name__}: {first}", file=stream)
+            if isinstance(error, ExportFailed):
+                for route, failure in error.failures.items():
+                    print(f"    {route}: {route_cause(failure)}", file=stream)
             continue
         parts = [f"route={outcome.route}"]
         if outcome.fallback_reason:
@@ -131,3 +147,23 @@ def print_summary(stream=None) -> None:  # type: ignore[no-untyped-def]
             parts.append("translated: " + "; ".join(f"{t.code} {t.option}: {t.action}" for t in outcome.translations))
         parts.append(f"-> {outcome.output}")
         print(f"  {site}  " + "  ".join(parts), file=stream)
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """The first non-empty line of ``text``, without terminal colour codes, at most ``limit``."""
+    lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def route_cause(failure: BaseException) -> str:
+    """``reason: Cause: message`` of one route's failure, on one line. torch.export errors put
+    the root cause in an "Exception summary" (``<class 'x.DispatchError'>: ...``): that is used."""
+    reason = getattr(failure, "reason", "")
+    cause = getattr(failure, "cause", None)
+    if cause is None:
+        return one_line(str(failure))
+    text = _ANSI.sub("", str(cause))
+    summary = re.search(r"<class '(?:[\w.]*\.)?(\w+)'>: *(.+)", text)
+    detail = f"{summary.group(1)}: {summary.group(2)}" if summary else f"{type(cause).__name__}: {text}"
+    return one_line(f"{reason}: {detail}" if reason else detail)

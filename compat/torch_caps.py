@@ -47,10 +47,17 @@ def has_torchscript_exporter() -> bool:
     return False
 
 
+#: the lowest torch the runtime extra declares (pyproject.toml): older ones have the exporter's
+#: modules but cannot run it with a current onnxscript, and lack the internals probed below
+MIN_TORCH = "2.9"
+
+
 @functools.cache
 def has_dynamo_exporter() -> bool:
-    """True when torch has the torch.export-based exporter (torch >= 2.5 with onnxscript)."""
+    """True when torch has a usable torch.export-based exporter (torch >= MIN_TORCH with onnxscript)."""
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("onnxscript") is None:
+        return False
+    if not at_least(MIN_TORCH):
         return False
     return importlib.util.find_spec("torch.onnx._internal.exporter._core") is not None
 
@@ -98,6 +105,9 @@ SYMBOLICS_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch.onnx._internal.torchscript_exporter.registration", "registry"),
     ("torch.onnx._internal.torchscript_exporter.utils", "register_custom_op_symbolic"),
     ("torch.onnx._internal.torchscript_exporter.utils", "unregister_custom_op_symbolic"),
+    ("torch._C", "_jit_pass_onnx_scalar_type_analysis"),
+    ("torch._C", "_jit_pass_onnx_graph_shape_type_inference"),
+    ("torch.onnx._internal.torchscript_exporter.utils", "_trigger_symbolic_function_registration"),
 )
 
 
@@ -140,3 +150,15 @@ def dynamo_default_opset() -> int:
         from .catalog import DYNAMO_MIN_OPSET
 
         return DYNAMO_MIN_OPSET
+
+
+def max_opset() -> int:
+    """The highest ``opset_version`` torch's exporters accept."""
+    try:
+        from torch.onnx import _constants
+
+        return int(_constants.ONNX_MAX_OPSET)
+    except (ImportError, AttributeError):
+        import onnx.defs
+
+        return int(onnx.defs.onnx_opset_version())

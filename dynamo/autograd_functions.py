@@ -99,6 +99,7 @@ class Session:
     on_translated: Callable[[type], None]
     opset: int
     domain_version: Callable[[str], int]
+    source_opset: int | None = None  # the export's opset: what the symbolic was written for
     calls: dict[int, Call] = field(default_factory=dict)
     applied: set[type] = field(default_factory=set)  # Functions called during capture
     translated: set[type] = field(default_factory=set)  # ... whose symbolic then ran
@@ -136,6 +137,7 @@ class Session:
         except Exception as exc:
             if type(exc).__name__ in _DATA_DEPENDENT:
                 self._data_dependent(cls, exc)
+            self.check_fake_failure(cls, exc)
             raise
         finally:
             _ACTIVE.session = outer
@@ -160,6 +162,20 @@ class Session:
         self.on_limit(limit)
         raise limit from exc
 
+    def check_fake_failure(self, cls: type, exc: BaseException) -> None:
+        """Name the Function and the op when its forward has no fake (shape) implementation:
+        a compiled-extension kernel (mmcv-style) that torch.export cannot run on fake tensors."""
+        op = missing_fake_kernel(exc)
+        if op is None:
+            return
+        limit = legacy_graph.LegacyOnly(
+            f"{legacy_graph.REASON_NO_FAKE}: {cls.__qualname__} calls {op}",
+            f"{cls.__qualname__}.forward, which calls {op} without a fake (shape) implementation "
+            "(give it one with torch.library.register_fake; see docs/guide.md)",
+        ).named(legacy_graph.qualname(_symbolic_of(cls) or cls))
+        self.on_limit(limit)
+        raise limit from exc
+
     # -- translation side
     def translate(self, tensors: Any, call_id: int) -> list[Any]:
         call = self.calls[call_id]
@@ -168,6 +184,7 @@ class Session:
             outs, _ = legacy_graph.call_symbolic(
                 sym, call.rebuild(list(tensors)), opset=self.opset, domain_version=self.domain_version,
                 n_outputs=call.n_outputs, python_constants=True, label=legacy_graph.qualname(sym),
+                source_opset=self.source_opset,
             )
         except legacy_graph.LegacyOnly as exc:
             self.on_limit(exc)
@@ -208,18 +225,47 @@ class Session:
         return {self.op: translate_function}
 
 
+# a Python ``classmethod`` up to torch 2.13, a C ``classmethod_descriptor`` (no ``__func__``)
+# from 2.14: both bind to a class through the descriptor protocol
 _ORIGINAL_APPLY = torch.autograd.Function.__dict__["apply"]
+
+
+def _original_apply(cls: type) -> Callable[..., Any]:
+    return _ORIGINAL_APPLY.__get__(None, cls)
+
+
+def missing_fake_kernel(exc: BaseException) -> str | None:
+    """The op that fake-tensor propagation had no implementation for, or None."""
+    import re
+
+    if type(exc).__name__ == "UnsupportedOperatorException":
+        return str(getattr(exc, "func", None) or exc)
+    text = str(exc)
+    for pattern in (r"no fake impl registered for <CustomOpDef\((.+?)\)>",
+                    r"Could not run '([^']+)' with arguments from the 'Meta' backend"):
+        found = re.search(pattern, text)
+        if found:
+            return found.group(1)
+    return None
 
 
 def _patched_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
     session = getattr(_ACTIVE, "session", None)
-    if session is None or _symbolic_of(cls) is None:
-        return _ORIGINAL_APPLY.__func__(cls, *args, **kwargs)
+    if session is None:
+        return _original_apply(cls)(*args, **kwargs)
+    if _symbolic_of(cls) is None:
+        try:
+            return _original_apply(cls)(*args, **kwargs)
+        except legacy_graph.LegacyOnly:
+            raise
+        except Exception as exc:
+            session.check_fake_failure(cls, exc)
+            raise
     if kwargs:
         positional = _as_positional(cls, args, kwargs)
         if positional is None:
             session.bypass(cls)
-            return _ORIGINAL_APPLY.__func__(cls, *args, **kwargs)
+            return _original_apply(cls)(*args, **kwargs)
         args = positional
     return session.apply(cls, args)
 

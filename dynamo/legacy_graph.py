@@ -44,6 +44,7 @@ REASON_ATEN = "legacy symbolic uses ATen fallback"
 REASON_BLOCKS = "legacy symbolic builds blocks"
 REASON_RAW_GRAPH = "legacy symbolic uses raw _C.Graph methods"
 REASON_DATA_DEPENDENT = "autograd.Function output shape is data-dependent"
+REASON_NO_FAKE = "autograd.Function forward has no fake kernel"
 REASON_UNSUPPORTED = "legacy symbolic emits an unsupported construct"
 
 
@@ -165,6 +166,7 @@ class Run:
 
 
 def _new_run(opset: int) -> Run:
+    torch_internals.clear_shape_records(opset)
     graph = _C.Graph()
     ctx = _context_class()(graph=graph, block=graph.block(), opset=opset, original_node=None,
                            params_dict={}, env={}, values_in_env=set())
@@ -235,11 +237,16 @@ def call_symbolic(
     n_outputs: int | None,
     python_constants: bool = False,
     label: str | None = None,
+    source_opset: int | None = None,
 ) -> tuple[list[Any], list[str]]:
     """Run ``symbolic(g, *args)`` and emit its nodes into the exporter's current graph.
 
     ``args`` hold ONNX IR values and Python constants (FX-level). Returns the ONNX IR outputs
-    and the old-opset rewrites applied. Raises ``LegacyOnly`` for constructs the route cannot run.
+    and the old-opset rewrites applied. ``source_opset`` is the opset the symbolic was written for
+    (old-opset semantics such as RoiAlign's coordinates follow it).
+    An output the symbolic returns as ``None`` (an unused output, as torchvision's ``roi_pool``
+    returns) becomes a placeholder that ``check_none_outputs`` later requires to be unused.
+    Raises ``LegacyOnly`` for constructs the route cannot run.
     """
     name = label or qualname(symbolic)
     run = _new_run(opset)
@@ -253,24 +260,43 @@ def call_symbolic(
     outs = _flatten_outputs(result, name)
     if n_outputs is not None and len(outs) != n_outputs:
         raise RuntimeError(f"symbolic {name} returned {len(outs)} outputs; the op has {n_outputs}")
+    _promote_scalars(run, outs, opset)
     try:
-        ir_outs = _convert(run, outs, domain_version)
+        ir_outs = _convert(run, outs, domain_version, name, source_opset)
     except LegacyOnly as exc:
         raise exc.named(name) from None
     return ir_outs, run.rewrites
 
 
+def _promote_scalars(run: Run, outs: list[Any], opset: int) -> None:
+    """The TorchScript exporter's scalar type analysis: a wrapped number (0-d double/int64
+    constant from ``_generate_wrapped_number``) takes the dtype of the tensor operand of Add,
+    Mul, Pow, Where, ... Run on the scratch graph exactly as the TorchScript route runs it."""
+    values = [v for v in outs if v is not None]
+    if not values or any(list(n.blocks()) for n in run.graph.nodes()):
+        return  # blocks are refused by the conversion, with their own reason
+    for v in values:
+        run.graph.registerOutput(v)
+    torch_internals.scalar_type_analysis(run.graph, opset)
+    promoted = list(run.graph.outputs())
+    for _ in promoted:
+        run.graph.eraseOutput(0)
+    it = iter(promoted)
+    outs[:] = [None if v is None else next(it) for v in outs]
+
+
 def _flatten_outputs(result: Any, name: str) -> list[Any]:
     if isinstance(result, _C.Value):
         return [result]
-    if isinstance(result, (list, tuple)) and all(isinstance(v, _C.Value) for v in result):
-        return list(result)
+    if (isinstance(result, (list, tuple)) and any(isinstance(v, _C.Value) for v in result)
+            and all(v is None or isinstance(v, _C.Value) for v in result)):
+        return list(result)  # None: an output the TorchScript route leaves unconverted
     raise RuntimeError(f"symbolic {name} returned {type(result).__name__}, not graph values")
 
 
 def _needed_nodes(outs: list[Any]) -> set[Any]:
     seen: set[Any] = set()
-    stack = [v.node() for v in outs]
+    stack = [v.node() for v in outs if v is not None]
     while stack:
         node = stack.pop()
         if node in seen:
@@ -323,7 +349,14 @@ def _ir_tensor(t: torch.Tensor) -> Any:
     return ir.Tensor(t.numpy())
 
 
-def _convert(run: Run, outs: list[Any], domain_version: Callable[[str], int]) -> list[Any]:
+#: metadata key of the placeholder standing for an output a symbolic returned as None
+NONE_OUTPUT_KEY = "torch_onnx_compat.none_output"
+
+
+def _convert(
+    run: Run, outs: list[Any], domain_version: Callable[[str], int], name: str,
+    source_opset: int | None,
+) -> list[Any]:
     import numpy as np
     import onnx_ir as ir
 
@@ -371,7 +404,7 @@ def _convert(run: Run, outs: list[Any], domain_version: Callable[[str], int]) ->
         n_out = len(list(node.outputs()))
         if domain == "":
             spec = opset_idioms.NodeSpec(op, inputs, {k: v for k, (_, v) in attrs.items()}, n_out)
-            change = opset_idioms.rewrite(spec, const, dtype_of)
+            change = opset_idioms.rewrite(spec, const, dtype_of, source_opset=source_opset)
             if change:
                 run.rewrites.append(change)
                 kinds = {k: kind_ for k, (kind_, _) in attrs.items()}
@@ -385,6 +418,12 @@ def _convert(run: Run, outs: list[Any], domain_version: Callable[[str], int]) ->
 
     final = []
     for jv in outs:
+        if jv is None:
+            # the TorchScript route accepts None for an output the model never uses
+            v = const(np.zeros((0,), dtype=np.float32))
+            v.producer().metadata_props[NONE_OUTPUT_KEY] = name
+            final.append(v)
+            continue
         v = run.value_map[jv]
         if v is None or isinstance(v, list):
             raise RuntimeError("a symbolic output must be a tensor value, not None or a list")
@@ -423,3 +462,20 @@ def _copy_type(jv: Any, iv: Any) -> None:
     sizes = jtype.varyingSizes()
     if sizes is not None:
         iv.shape = ir.Shape([d if d is not None else None for d in sizes])
+
+
+def check_none_outputs(model: Any) -> None:
+    """Drop the placeholders of ``None`` symbolic outputs; raise when the model uses one
+    (the TorchScript route raises too: that output was never converted)."""
+    import onnx_ir as ir
+
+    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        label = node.metadata_props.get(NONE_OUTPUT_KEY)
+        if label is None:
+            continue
+        value = node.outputs[0]
+        if value.uses() or value.is_graph_output():
+            raise RuntimeError(
+                f"symbolic {label} returned None for an output the model uses (the TorchScript "
+                "exporter cannot convert it either)")
+        node.graph.remove(node, safe=True)

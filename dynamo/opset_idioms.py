@@ -3,6 +3,8 @@
 Symbolics were often written for opset 9-13 (``Unsqueeze(x, axes_i=[1])``, ``Split(split_i=..)``,
 ``Pad(pads_i=..)``); the new exporter builds at opset 18, where those attributes became inputs.
 Works on plain data (op type, input list, attribute dict) so it has no graph dependencies.
+Forms whose meaning changed without a change of form (RoiAlign's coordinates at opset 16) follow
+the opset the symbolic was written for.
 """
 
 from __future__ import annotations
@@ -33,9 +35,25 @@ Const = Callable[[np.ndarray], Any]  # makes a Constant node, returns its output
 DtypeOf = Callable[[Any], "np.dtype | None"]
 
 
-def rewrite(spec: NodeSpec, const: Const, dtype_of: DtypeOf) -> str | None:
-    """Rewrite ``spec`` in place to its opset-18 form; returns what changed, or None."""
+#: RoiAlign-16 added ``coordinate_transformation_mode`` (default half_pixel); RoiAlign-10
+#: sampled with what opset 16 calls output_half_pixel
+ROI_ALIGN_HALF_PIXEL_OPSET = 16
+
+
+def rewrite(
+    spec: NodeSpec, const: Const, dtype_of: DtypeOf, *, source_opset: int | None = None
+) -> str | None:
+    """Rewrite ``spec`` in place to its opset-18 form; returns what changed, or None.
+
+    ``source_opset`` is the opset the symbolic was written for (a registration's opset; for an
+    autograd.Function's symbolic, the export's): forms whose meaning changed with the opset keep
+    the meaning they had there."""
     op, a = spec.op_type, spec.attrs
+    if (op == "RoiAlign" and "coordinate_transformation_mode" not in a
+            and source_opset is not None and source_opset < ROI_ALIGN_HALF_PIXEL_OPSET):
+        a["coordinate_transformation_mode"] = "output_half_pixel"
+        return (f"RoiAlign: opset-{source_opset} coordinates kept "
+                "(coordinate_transformation_mode='output_half_pixel')")
     if op in _AXES_TO_INPUT and "axes" in a:
         axes = a.pop("axes")
         spec.inputs = [spec.inputs[0], const(np.asarray(axes, dtype=np.int64).reshape(-1))]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import CompatTypeError, CompatValueError, RouteFailed
+from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
 from . import capabilities, training
@@ -275,28 +275,32 @@ def initializers_as_inputs(program: Any, names: frozenset[str], drop_data: bool,
 
 
 def _opset(req: ExportRequest, out: Plan) -> None:
+    """Below the opset torch builds at, build there and bring the graph down with compat's own
+    down-conversion (``dynamo.downconvert``); an opset it cannot reach raises ``OpsetNotReached``
+    carrying the model at the lowest opset it could reach."""
     wanted = req.opset_version
     if wanted is None:
         return
     from compat import torch_caps
 
-    if wanted < torch_caps.torchlib_min_opset():
-        out.record(NO_CODE, "opset_version",
-                   f"{wanted}: built at opset {torch_caps.torchlib_min_opset()} and converted down (checked)")
+    built = torch_caps.torchlib_min_opset()
+    if wanted >= built:
+        return
+    out.export_kwargs["opset_version"] = built
 
-    def check(program: Any) -> None:
-        got = program.model.opset_imports.get("", None)
-        if got != wanted:
-            raise RouteFailed(
-                ROUTE,
-                "opset conversion failed",
-                CompatValueError(
-                    f"opset_version={wanted}: the torch.export exporter could not convert its opset-{got} "
-                    "graph down (no version adapter for an operator); the TorchScript exporter builds it directly"
-                ),
+    def convert(program: Any) -> None:
+        from . import downconvert
+
+        result = downconvert.downconvert(program.model, wanted)
+        program.model = result.model
+        if not result.complete:
+            raise OpsetNotReached(
+                ROUTE, wanted, result.reached, program,
+                CompatValueError(f"opset_version={wanted}: {result.reason()}"),
             )
+        out.record(NO_CODE, "opset_version", f"{wanted}: {result.describe()}")
 
-    out.post_process.append(check)
+    out.post_process.append(convert)
 
 
 def _verbose(req: ExportRequest, out: Plan) -> None:

@@ -28,8 +28,9 @@ def legacy_proto(model: Any, args: tuple[Any, ...], **options: Any) -> Any:
 
 def dynamo_proto(req: Any) -> tuple[Any, Any]:
     """``dynamo.export(req)`` → (ModelProto, Outcome)."""
-    import dynamo
+    from compat._routes import route_module
 
+    dynamo = route_module("dynamo")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         outcome = dynamo.export(req)

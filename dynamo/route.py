@@ -6,7 +6,8 @@ import contextlib
 import time
 from typing import Any
 
-from compat.errors import CompatError, RouteFailed, RouteUnavailable
+from compat.captured_output import Capture
+from compat.errors import CompatError, OpsetNotReached, RouteFailed, RouteUnavailable
 from compat.request import ExportRequest, Outcome, Translation
 
 ROUTE = "dynamo"
@@ -22,14 +23,17 @@ def export(req: ExportRequest) -> Outcome:
             f"(installed torch {torch_caps.torch_version_str()})"
         )
 
-    from . import options, symbolics
+    from . import options, quiet, symbolics
 
     outcome = Outcome(route=ROUTE)
     start = time.perf_counter()
     plan = options.plan(req)
     outcome.translations.extend(plan.translations)
+    # what torch prints while it tries: replayed on success, kept for the ledger's log on failure
+    capture = Capture(enabled=not req.verbose)
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(capture)
             stack.enter_context(plan.model_mode())
             sym = stack.enter_context(symbolics.export_context(req))
             # the user's own table wins over translations we derive
@@ -46,17 +50,47 @@ def export(req: ExportRequest) -> Outcome:
                 custom_translation_table=table or None,
                 **plan.export_kwargs,
             )
-            for fix in (*plan.post_process, *sym.post_process):
-                fix(program)
+            planned = len(plan.translations)
+            not_reached = _post_process(program, (*plan.post_process, *sym.post_process))
+            outcome.translations.extend(plan.translations[planned:])  # recorded by post-processing
+            from .validate import check as check_result  # strict: invalid -> RouteFailed
+
+            check_result(program)
             # symbolics record some translations only while the export runs
             outcome.translations.extend(sym.translations)
-    except (RouteFailed, CompatError):
+            if not_reached is not None:
+                # the model at the lowest opset reached, fully post-processed and checked: the
+                # dispatcher delivers it when no route can honour the opset
+                not_reached.program = program
+                not_reached.outcome = outcome  # type: ignore[attr-defined]
+                outcome.program = program
+                raise not_reached
+    except RouteFailed as exc:
+        exc.log = capture.log(exc)  # type: ignore[attr-defined]
+        raise
+    except CompatError:
+        capture.replay()
         raise
     except Exception as exc:
-        raise RouteFailed(ROUTE, classify(exc), exc) from exc
+        failed = RouteFailed(ROUTE, classify(exc), exc)
+        failed.where = quiet.describe_block(failed.reason, exc)  # type: ignore[attr-defined]
+        failed.log = capture.log(exc)  # type: ignore[attr-defined]
+        raise failed from exc
+    capture.replay()
     outcome.program = program
     outcome.duration_s = time.perf_counter() - start
     return outcome
+
+
+def _post_process(program: Any, fixes: tuple[Any, ...]) -> OpsetNotReached | None:
+    """Run every fix on ``program``; an ``OpsetNotReached`` is held until the others have run."""
+    not_reached: OpsetNotReached | None = None
+    for fix in fixes:
+        try:
+            fix(program)
+        except OpsetNotReached as exc:
+            not_reached = exc
+    return not_reached
 
 
 def classify(exc: BaseException) -> str:

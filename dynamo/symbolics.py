@@ -111,7 +111,7 @@ def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callab
             outs, rewrites = legacy_graph.call_symbolic(
                 reg.fn, _bind(schema, args, kwargs), opset=opset, domain_version=versions,
                 n_outputs=None if list_return else len(schema.returns),
-                label=label,
+                label=label, source_opset=reg.opset_version,  # the opset it was written for
             )
         except legacy_graph.LegacyOnly as exc:
             state.on_limit(exc)
@@ -153,25 +153,25 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
                 plan.translation_table[ov] = _op_translator(ov, reg, state, opset)
     plan.post_process.append(lambda program: _set_custom_opsets(program, req))
     plan.post_process.append(lambda program: _check_registered_ops_applied(program, registered, state))
+    plan.post_process.append(_check_none_outputs)
 
-    fn_session = None
     with contextlib.ExitStack() as stack:
-        if autograd_functions.functions_with_symbolic():
-            fn_session = stack.enter_context(autograd_functions.session(
-                on_limit=state.on_limit,
-                on_translated=lambda cls: state.note(
-                    "ONX302", f"{cls.__module__}.{cls.__qualname__}",
-                    "became an opaque op translated by its own symbolic"),
-                opset=opset, domain_version=_domain_version(req),
-            ))
-            plan.translation_table.update(fn_session.translation_table)
+        # opened even when no such Function is loaded yet: a forward may import one
+        fn_session = stack.enter_context(autograd_functions.session(
+            on_limit=state.on_limit,
+            on_translated=lambda cls: state.note(
+                "ONX302", f"{cls.__module__}.{cls.__qualname__}",
+                "became an opaque op translated by its own symbolic"),
+            opset=opset, domain_version=_domain_version(req), source_opset=target_opset(req),
+        ))
+        plan.translation_table.update(fn_session.translation_table)
         try:
             yield plan
             if state.limit is not None:
                 # torch fell back to strict capture, which traces through the Function: the
                 # export "worked" without the custom node, so it must not count as a success
                 raise RouteFailed(ROUTE, state.limit.reason, state.limit)  # type: ignore[attr-defined]
-            if fn_session is not None and fn_session.bypassed():
+            if fn_session.bypassed():
                 names = ", ".join(c.__qualname__ for c in fn_session.bypassed())
                 raise RouteFailed(ROUTE, "autograd.Function symbolic bypassed", RuntimeError(
                     f"{names}: torch.export traced through the Function, so its symbolic's custom "
@@ -205,6 +205,15 @@ def _check_registered_ops_applied(program: Any, registered: dict[str, Any], stat
         raise RouteFailed(ROUTE, "registered symbolic not applied", RuntimeError(
             f"{', '.join(missed)}: the model calls it, but torch.export replaces the op before "
             "ONNX translation, so the registered symbolic's nodes would be missing"))
+
+
+def _check_none_outputs(program: Any) -> None:
+    from . import legacy_graph
+
+    try:
+        legacy_graph.check_none_outputs(program.model)
+    except RuntimeError as exc:
+        raise RouteFailed(ROUTE, "legacy symbolic returned None for a used output", exc) from exc
 
 
 def _set_custom_opsets(program: Any, req: ExportRequest) -> None:

@@ -8,6 +8,7 @@ Nothing here imports onnx or onnxscript at module import.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -50,9 +51,21 @@ def legacy_dispatch(name: str, opset: int) -> Callable[..., Any] | None:
     override or its own built-in one), or None when it has none / no registry."""
     if not torch_caps.has_legacy_symbolic_registry():
         return None
+    _load_builtin_symbolics()
     registry = _get(*torch_caps.SYMBOLICS_INTERNALS[3])
     group = registry.get_function_group(name)
     return group.get(opset) if group is not None else None
+
+
+@functools.cache
+def _load_builtin_symbolics() -> None:
+    """torch imports its opset-11+ symbolics only when a TorchScript export starts: load them,
+    so the dispatch does not depend on whether one already ran in this process."""
+    try:
+        trigger = _get(*torch_caps.SYMBOLICS_INTERNALS[8])
+    except (ImportError, AttributeError):
+        return
+    trigger()
 
 
 def graph_context_class() -> type:
@@ -71,6 +84,31 @@ def legacy_globals(opset: int) -> Iterator[None]:
         yield
     finally:
         g.export_onnx_opset_version, g.in_onnx_export = saved
+
+
+def scalar_type_analysis(graph: Any, opset: int) -> None:
+    """The TorchScript exporter's scalar type promotion pass, run on ``graph`` in place
+    (wrapped-number constants take the dtype of the tensor operand)."""
+    module, attr = torch_caps.SYMBOLICS_INTERNALS[6]
+    try:
+        run = _get(module, attr)
+    except AttributeError:
+        return  # a torch without it: strict validation of the result reports any mismatch
+    run(graph, True, opset)
+
+
+def clear_shape_records(opset: int) -> None:
+    """Forget the shapes torch's per-node ONNX inference recorded by value name (a global map
+    the TorchScript exporter clears per export): scratch graphs reuse names, so a stale entry
+    would give a new symbolic's values the shapes of an earlier one's."""
+    import torch
+
+    module, attr = torch_caps.SYMBOLICS_INTERNALS[7]
+    try:
+        run = _get(module, attr)
+    except AttributeError:
+        return
+    run(torch._C.Graph(), {}, opset)  # clears the map on entry and exit
 
 
 def current_tracer() -> Any:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import tempfile
 import time
 from typing import Any
 
+from compat.captured_output import Capture
 from compat.errors import RouteFailed, RouteUnavailable
 from compat.request import ExportRequest, Outcome
+from compat.warning_tap import WarningTap
+
+from . import keyword_inputs
 
 ROUTE = "legacy"
 
@@ -34,17 +37,24 @@ def export(req: ExportRequest) -> Outcome:
     start = time.perf_counter()
     staging = staging_path(req)
     target: Any = staging if staging is not None else io.BytesIO()
+    # what the exporter prints (graph dumps on failure): shown on success, logged on failure
+    capture = Capture(enabled=not req.verbose)
     try:
         # No warnings.catch_warnings here: changing the filters resets every module's
         # once-per-location registry, and compat's own warnings must show once per call site.
-        exporter(
-            req.model, req.args, target, kwargs=dict(req.kwargs) if req.kwargs else None,
-            **_options(req, torch),
-        )
+        with capture, keyword_inputs.by_name(req.model, tuple(req.args), req.kwargs) as args, \
+                WarningTap(torch.jit.TracerWarning) as tracer:
+            exporter(req.model, args, target, **_options(req, torch))
     except Exception as exc:
         if staging is not None:
             shutil.rmtree(os.path.dirname(staging), ignore_errors=True)
-        raise RouteFailed(ROUTE, f"TorchScript export failed ({type(exc).__name__})", exc) from exc
+        failed = RouteFailed(ROUTE, f"TorchScript export failed ({type(exc).__name__})", exc)
+        failed.log = capture.log(exc)  # type: ignore[attr-defined]
+        raise failed from exc
+    capture.replay()
+    # the trace baked a branch or value in at these lines
+    outcome.tracer_warnings = [{"file": w.filename, "line": w.lineno, "message": str(w.message)}
+                               for w in tracer.seen]
     if staging is not None:
         outcome.staged = staging
     else:
@@ -63,9 +73,12 @@ def staging_path(req: ExportRequest) -> str | None:
     staging folder beside ``f``, whose files saving moves into place). None: export to memory."""
     if not isinstance(req.f, (str, os.PathLike)) or _state_bytes(req.model) <= LARGE_MODEL_BYTES:
         return None
-    target = os.path.abspath(os.fsdecode(os.fspath(req.f)))
+    from compat.saving import staging_dir
+
+    # the folder of the file f resolves to: saving moves the staged files there (symlinks followed)
+    target = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(req.f))))
     folder, name = os.path.split(target)
-    return os.path.join(tempfile.mkdtemp(prefix=".compat-export-", dir=folder), name)
+    return os.path.join(staging_dir(folder), name)
 
 
 def _state_bytes(model: Any) -> int:

@@ -7,14 +7,22 @@ libcst is only used later, and only for files with something to fix (see ``fixer
 from __future__ import annotations
 
 import ast
+import copy
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
+
+from compat.catalog import DYNAMO_KEYWORD_SINCE
 
 from .model import Applicability, Edit, Finding, Key
 from .resolve import Resolver, Scope, dotted, scope_chain
 
 EXPORT = "torch.onnx.export"
+#: the shim's import names: installed (the wheel, an editable install), then the checkout's.
+#: Inserted imports use the first (``import torch_onnx_compat as compat``), which works in both.
+SHIM_MODULES = ("torch_onnx_compat", "compat")
+SHIM_ALIAS = "compat"
 _DYNAMO_KEY = re.compile(r"""["']dynamo["']|\bdynamo\s*=""")
 
 
@@ -58,8 +66,8 @@ class Context:
                  evidence: dict[int, dict] | None = None,
                  preamble: ast.Module | None = None) -> None:
         self.text = text
-        self.lines = text.splitlines()
         self.src_lines = _splitlines(text)  # as ast counts lines (keeps the line ends)
+        self.lines = [ln.rstrip("\r\n") for ln in self.src_lines]  # not str.splitlines()
         self.tree = tree
         self.path = path
         self.resolver = Resolver(tree, preamble)
@@ -67,7 +75,35 @@ class Context:
         self.findings: list[Finding] = []
         self.facts: dict[str, Any] = {}  # module-level facts rules share (e.g. custom symbolics)
         self.enabled: Any = lambda code, *lines: True  # set by the engine: selected, not noqa'd
+        self.suppressed: Any = lambda code, *lines: False  # set by the engine: noqa'd
         self._parents: dict[ast.AST, ast.AST] | None = None
+        self._constants: dict[str, ast.expr] | None = None
+        self._with_constants: dict[int, tuple[ast.expr, ast.expr]] = {}
+
+    @property
+    def constants(self) -> dict[str, ast.expr]:
+        """The module's constants (``module_constants``), computed on first use."""
+        if self._constants is None:
+            self._constants = module_constants(self.tree)
+        return self._constants
+
+    def with_constants(self, node: ast.expr) -> ast.expr:
+        """``node`` with the module's constants substituted (cached per node)."""
+        if isinstance(node, ast.Constant):
+            return node
+        hit = self._with_constants.get(id(node))
+        if hit is None or hit[0] is not node:
+            named = any(isinstance(n, ast.Name) for n in ast.walk(node))
+            hit = (node, _substitute(node, self.constants) if named else node)
+            self._with_constants[id(node)] = hit
+        return hit[1]
+
+    def before_dynamo_keyword(self) -> str | None:
+        """``--target-torch X.Y`` when it is older than the first torch taking ``dynamo=``."""
+        target = self.facts.get("target_torch")
+        if target is not None and tuple(target) < DYNAMO_KEYWORD_SINCE:
+            return f"{target[0]}.{target[1]}"
+        return None
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The syntactic parent of ``node`` (the map is built once, on first use)."""
@@ -100,12 +136,31 @@ class Context:
         ref = self.module_ref(module, scope)
         if ref is not None:
             return ref, ()
-        if module not in self.names():
-            return module, (Edit("import", (0, 0), (f"import {module}",)),)
-        alias = f"_{module}"
-        while alias in self.names():
-            alias = "_" + alias
-        return alias, (Edit("import", (0, 0), (f"import {module} as {alias}",)),)
+        return self._import_as(module, module)
+
+    def import_shim(self, scope: list[Scope]) -> tuple[str, tuple[Edit, ...]]:
+        """A spelling of the shim's API module at ``scope`` (an existing ``import
+        torch_onnx_compat as X`` or ``import compat``), else ``compat`` with the edit ``import
+        torch_onnx_compat as compat`` (``_compat`` when ``compat`` names something else)."""
+        for module in SHIM_MODULES:
+            ref = self.module_ref(module, scope)
+            if ref is not None:
+                return ref, ()
+        return self._import_as(SHIM_MODULES[0], SHIM_ALIAS)
+
+    def _import_as(self, module: str, name: str) -> tuple[str, tuple[Edit, ...]]:
+        """``import module [as name]``, as ``_name`` (``__name``...) if ``name`` is taken."""
+        while name in self.names():
+            name = "_" + name
+        text = f"import {module}" if name == module else f"import {module} as {name}"
+        return name, (Edit("import", (0, 0), (text,)),)
+
+    def imports_shim(self) -> bool:
+        """Whether the module imports the shim anywhere (``import torch_onnx_compat as compat``,
+        ``import compat``, ``from compat import export``...; a notebook's earlier cells count)."""
+        return any(isinstance(v, str) and v.split(".", 1)[0] in SHIM_MODULES
+                   for names in self.resolver.bindings.values()
+                   for values in names.values() for v in values)
 
     def block_statement(self, call: ast.Call) -> ast.stmt | None:
         """The statement ``call`` is, when statements may be inserted around it.
@@ -195,14 +250,93 @@ def _splitlines(text: str) -> list[str]:
     return re.split(r"(?<=\r\n)|(?<=\n)|(?<=\r)(?!\n)", text)
 
 
+_ACTIVE: ContextVar[Context | None] = ContextVar("migration_context", default=None)
+
+
 def literal(node: ast.expr | None) -> Any:
-    """The Python value of a literal expression, or ``...`` when it is not a literal."""
+    """The Python value of a literal expression, or ``...`` when it is not a literal.
+
+    Names of the module's constants (see ``module_constants``) count as their literal values.
+    """
     if node is None:
         return ...
+    ctx = _ACTIVE.get()
+    if ctx is not None:
+        node = ctx.with_constants(node)
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return ...
+
+
+_MUTABLE = (ast.Dict, ast.List, ast.Set)
+
+
+def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """Module-level names bound once, by a plain ``NAME = <literal>`` statement of the module
+    body, and never bound again anywhere in the file (``OPSET_VERSION = 15``; tuples and dicts
+    of literals, which may use earlier constants). A dict/list/set constant also must never be
+    touched through an attribute or subscript (``AXES.update(...)``, ``AXES[k] = v``); a file
+    with a star import has none."""
+    candidates: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            candidates.setdefault(stmt.targets[0].id, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                and stmt.value is not None and stmt.simple:
+            candidates.setdefault(stmt.target.id, stmt.value)
+    if not candidates:
+        return {}
+    binds: dict[str, int] = {}
+    touched: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            binds[n.id] = binds.get(n.id, 0) + 1
+        elif isinstance(n, ast.arg):
+            binds[n.arg] = binds.get(n.arg, 0) + 1
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds[n.name] = binds.get(n.name, 0) + 1
+        elif isinstance(n, ast.alias):
+            if n.name == "*":
+                return {}
+            name = (n.asname or n.name).split(".")[0]
+            binds[name] = binds.get(name, 0) + 1
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                binds[name] = binds.get(name, 0) + 2
+        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.value, ast.Name) \
+                and (isinstance(n, ast.Attribute) or not isinstance(n.ctx, ast.Load)):
+            touched.add(n.value.id)
+    out: dict[str, ast.expr] = {}
+    for name, value in candidates.items():  # in order: later constants may use earlier ones
+        if binds.get(name) != 1 or (isinstance(value, _MUTABLE) and name in touched):
+            continue
+        resolved = _substitute(value, out)
+        try:
+            ast.literal_eval(resolved)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        out[name] = resolved
+    return out
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, constants: dict[str, ast.expr]) -> None:
+        self.constants = constants
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        value = self.constants.get(node.id)
+        return copy.deepcopy(value) if value is not None and isinstance(node.ctx, ast.Load) \
+            else node
+
+
+def _substitute(node: ast.expr, constants: dict[str, ast.expr]) -> ast.expr:
+    """``node`` with the names of ``constants`` replaced by their values (a copy, if any)."""
+    if not constants or not any(isinstance(n, ast.Name) and n.id in constants
+                                for n in ast.walk(node)):
+        return node
+    return _Substitute(constants).visit(copy.deepcopy(node))
 
 
 def member(node: ast.expr | None) -> str | None:
@@ -303,6 +437,14 @@ class _Walker(ast.NodeVisitor):
             return
         self.generic_visit(node)
 
+    def visit_If(self, node: ast.If) -> None:
+        live = self.h.on_if(self.ctx, node, self.stack)
+        if live is None:
+            self.generic_visit(node)
+            return
+        for stmt in live:  # the branch only old torch reaches is not migrated
+            self.visit(stmt)
+
     def visit_Call(self, node: ast.Call) -> None:
         self.h.on_call(self.ctx, node, self.stack)
         self.generic_visit(node)
@@ -319,6 +461,25 @@ def analyze(ctx: Context) -> list[Finding]:
     """Run every rule family over the module; returns all findings (unfiltered)."""
     from . import rules
 
-    rules.prepare(ctx)
-    _Walker(ctx, rules).visit(ctx.tree)
+    token = _ACTIVE.set(ctx)
+    try:
+        rules.prepare(ctx)
+        _Walker(ctx, rules).visit(ctx.tree)
+    finally:
+        _ACTIVE.reset(token)
+    _link_shared_edits(ctx.findings)
     return ctx.findings
+
+
+def _link_shared_edits(findings: list[Finding]) -> None:
+    """Record on each fixable finding the codes of the findings whose edits its fix shares
+    (ONX101's ``dynamic_shapes`` needs ONX001's ``dynamo=True``, and ONX001's ``dynamo=False``
+    pin is also the fix of the ONX102 it keeps): its hint selects them all."""
+    owners: dict[Edit, set[str]] = {}
+    for f in findings:
+        for e in f.edits:
+            if e.kind != "import":
+                owners.setdefault(e, set()).add(f.code)
+    for f in findings:
+        needs = set().union(*(owners.get(e, set()) for e in f.edits)) - {f.code}
+        f.needs = tuple(sorted(needs))

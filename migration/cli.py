@@ -1,8 +1,4 @@
-"""``python -m compat.migrate``: argument parsing, config, parallel run, reports, exit codes.
-
-Exit codes: 0 nothing to migrate (or everything fixed), 1 findings remain (syntax errors count:
-they are ``E999`` findings) or ``--diff`` would change files, 2 usage or internal error.
-"""
+"""``python -m compat.migrate``: argument parsing, config, parallel run, reports, exit codes."""
 
 from __future__ import annotations
 
@@ -10,10 +6,13 @@ import argparse
 import concurrent.futures as cf
 import difflib
 import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
-from compat.catalog import is_code_prefix
+from compat import commands
+from compat.catalog import BY_CODE, is_code_prefix
 
 from . import output
 from .discovery import iter_files
@@ -29,13 +28,28 @@ class UsageError(Exception):
 
 
 def _codes(values: list[str] | None) -> list[str] | None:
+    """Codes or prefixes (``ALL`` is every code); one that names no rule is a usage error."""
     if values is None:
         return None
-    out = [c.strip().upper() for v in values for c in str(v).split(",") if c.strip()]
-    for c in out:
-        if not is_code_prefix(c):
-            raise UsageError(f"not a rule code or prefix: {c!r} (expected e.g. ONX1 or ONX104)")
+    out = []
+    for c in (c.strip().upper() for v in values for c in str(v).split(",") if c.strip()):
+        c = "ONX" if c == "ALL" else c
+        if not is_code_prefix(c) or not any(code.startswith(c) for code in BY_CODE):
+            raise UsageError(f"not a rule code or a prefix of one: {c!r} (expected ALL, a code such as "
+                             f"ONX104 or a prefix such as ONX1; see {commands.CATALOG})")
+        out.append(c)
     return out
+
+
+def _target_torch(value: str | None) -> tuple[int, int] | None:
+    """``--target-torch 2.4`` as ``(2, 4)``."""
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", str(value))
+    if not m:
+        raise UsageError(f"--target-torch / target-torch must be a version such as 2.4, "
+                         f"not {value!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 def _cfg_list(cfg: dict, key: str) -> list[str] | None:
@@ -69,22 +83,17 @@ def load_config(start: str) -> dict:
 
     The folder of that pyproject.toml is ``"__folder__"`` (config ``exclude`` is relative to it).
     """
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            return {}
+    from compat.config import read_pyproject
+    from compat.errors import CompatValueError
+
     folder = os.path.abspath(start)
     while True:
         cand = os.path.join(folder, "pyproject.toml")
         if os.path.isfile(cand):
             try:
-                with open(cand, "rb") as fh:
-                    data = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise UsageError(f"{cand}: {exc}") from exc
+                data = read_pyproject(cand)  # tomli on Python 3.10; non-UTF-8 / bad TOML named
+            except CompatValueError as exc:
+                raise UsageError(str(exc)) from None
             for part in CONFIG_TABLE:
                 data = data.get(part, {}) if isinstance(data, dict) else {}
             if not isinstance(data, dict):
@@ -96,29 +105,59 @@ def load_config(start: str) -> dict:
         folder = parent
 
 
+EXIT_CODES = """exit codes:
+  0  nothing to migrate, or everything was fixed (always 0 with --exit-zero, unless 2)
+  1  findings remain (unfixable, unsafe without --unsafe-fixes, syntax errors),
+     or --diff would change files
+  2  usage error (bad option, unknown rule code, missing path, bad config)
+     or an internal error on some file
+"""
+
+
+def _version() -> str:
+    from compat import __version__
+
+    return f"compat.migrate {__version__}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m compat.migrate",
+        prog=commands.MIGRATE,
         description="Rewrite legacy torch.onnx export code to the current API (libcst, "
-                    "formatting preserved). Rule codes: python -m compat catalog.",
+                    f"formatting preserved). Rule codes: {commands.CATALOG}.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="*", help="files or folders ('-' reads stdin); default '.'")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report; exit 1 if anything to migrate")
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
-    mode.add_argument("--write", action="store_true", help="rewrite files in place")
-    p.add_argument("--select", action="append", help="codes or prefixes, e.g. ONX1,ONX203")
+    mode.add_argument("--write", "--fix", dest="write", action="store_true",
+                      help="rewrite files in place (--fix is an alias)")
+    p.add_argument("--select", action="append",
+                   help="codes or prefixes, e.g. ONX1,ONX203; ALL for every rule")
+    p.add_argument("--extend-select", action="append", metavar="CODES",
+                   help="codes or prefixes to add to the selection")
     p.add_argument("--ignore", action="append", help="codes or prefixes to skip")
     p.add_argument("--unsafe-fixes", action="store_true", default=None,
                    help="also apply fixes that may change behaviour")
     p.add_argument("--ledger", action="append", metavar="P",
-                   help="ledger(s) of `python -m compat run`: migrate each call site by evidence")
+                   help=f"ledger(s) of `{commands.RUN}`: migrate each call site by evidence")
+    p.add_argument("--target-torch", metavar="X.Y",
+                   help="the oldest torch the code must keep supporting (e.g. 2.4: no dynamo=, "
+                        "which torch < 2.5 rejects)")
     p.add_argument("--output-format", choices=output.FORMATS, default=None)
     p.add_argument("--statistics", action="store_true", help="counts per rule code")
+    p.add_argument("--show-fixes", action="store_true",
+                   help="list the fixes applied (--fix) or that would be (--diff)")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 even when findings remain (2 still reports errors)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print findings only: no summary, no 'All checks passed!'")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes")
     p.add_argument("--exclude", action="append", help="gitignore-style patterns to skip")
     p.add_argument("--stdin-filename", help="path to report for '-' (and to match a ledger)")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    p.add_argument("--version", action="version", version=_version())
     return p
 
 
@@ -177,12 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     cfg = load_config(os.getcwd())
-    known = {"select", "ignore", "exclude", "unsafe_fixes", "jobs", "output_format", "ledger"}
+    known = {"select", "extend_select", "ignore", "exclude", "unsafe_fixes", "jobs",
+             "output_format", "ledger", "target_torch"}
     folder = cfg.pop("__folder__", os.getcwd())
     unknown = set(cfg) - known
     if unknown:
         raise UsageError(f"unknown key(s) in [tool.torch-onnx-compat.migrate]: {sorted(unknown)}")
     select = _codes(args.select) or _codes(_cfg_list(cfg, "select")) or ["ONX"]
+    select += (_codes(_cfg_list(cfg, "extend_select")) or []) + (_codes(args.extend_select) or [])
     ignore = _codes(args.ignore) or _codes(_cfg_list(cfg, "ignore")) or []
 
     def split(values: list[str]) -> list[str]:
@@ -210,8 +251,9 @@ def _main(args: argparse.Namespace) -> int:
             if not os.path.isfile(p):
                 raise UsageError(f"ledger not found: {p}")
         ledger = read(ledger_paths)
+    target = _target_torch(args.target_torch or _cfg_value(cfg, "target_torch", str, None))
     opts = Options(tuple(select), tuple(ignore), unsafe, fix=args.diff or args.write,
-                   write=args.write, ledger=ledger)
+                   write=args.write, ledger=ledger, target_torch=target)
     paths = args.paths or ["."]
     if "-" in paths:
         if len(paths) > 1:
@@ -238,7 +280,7 @@ def _stdin(args: argparse.Namespace, opts: Options, fmt: str) -> int:
     if args.write:
         sys.stdout.buffer.write(result.new_bytes if result.new_bytes is not None else data)
         sys.stderr.write(output.render(fmt, result.findings))
-        return 1 if result.findings else 0
+        return 1 if result.findings and not args.exit_zero else 0
     return _report([result], args, opts, fmt)
 
 
@@ -251,18 +293,24 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
             print(f"{r.path}: fix dropped: {msg}", file=sys.stderr)
     for r in errors:
         print(f"compat.migrate: internal error in {r.path}: {r.error}", file=sys.stderr)
+    quiet = args.quiet or fmt != "text"
     if args.diff:
         sys.stdout.write("".join(_diff(r) for r in changed))
         n = sum(len(r.fixed) for r in changed)
-        print(f"Would fix {n} finding(s) in {len(changed)} file(s); "
-              f"{len(findings)} would remain.", file=sys.stderr)
+        if args.show_fixes:
+            _show_fixes(results, "Would fix", sys.stderr)
+        if not args.quiet:
+            print(f"Would fix {n} finding(s) in {len(changed)} file(s); "
+                  f"{len(findings)} would remain.", file=sys.stderr)
         status = 1 if changed or findings else 0
     elif args.statistics:
         sys.stdout.write(output.statistics(findings, fmt))
         status = 1 if findings else 0
     else:
         sys.stdout.write(output.render(fmt, findings))
-        if fmt == "text":
+        if args.show_fixes and args.write:
+            _show_fixes(results, "Fixed", sys.stdout)
+        if not quiet:
             if args.write:
                 n = sum(len(r.fixed) for r in results)
                 print(f"Fixed {n} finding(s) in {len(changed)} file(s); "
@@ -270,7 +318,27 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
             elif findings:
                 safe = sum(f.applicability == "safe" for f in findings)
                 unsafe = sum(f.applicability == "unsafe" for f in findings)
-                print(f"Found {len(findings)} finding(s): {safe} fixable with --write"
+                print(f"Found {len(findings)} finding(s): {safe} fixable with --fix"
                       + (f", {unsafe} more with --unsafe-fixes" if unsafe else "") + ".")
+            if not findings and not errors:
+                print("All checks passed!")
         status = 1 if findings else 0
+    if args.exit_zero:
+        status = 0
     return 2 if errors else status
+
+
+def _show_fixes(results: list[FileResult], verb: str, stream: TextIO) -> None:
+    """``--show-fixes``: per file, how many findings of each code were (or would be) fixed."""
+    lines = []
+    for r in results:
+        counts: dict[str, int] = {}
+        for f in r.fixed:
+            counts[f.code] = counts.get(f.code, 0) + 1
+        for code, n in sorted(counts.items()):
+            lines.append(f"    {r.path}: {n} x {code}")
+    total = sum(len(r.fixed) for r in results)
+    if lines:
+        print(f"{verb} {total} finding(s):\n" + "\n".join(lines), file=stream)
+    else:
+        print("No fixes available.", file=stream)

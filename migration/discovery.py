@@ -70,17 +70,22 @@ def iter_files(paths: list[str], exclude: Sequence[str] = (),
 
     ``exclude`` patterns are relative to the working directory, each ``(folder, patterns)`` of
     ``based`` to its folder (the config's, relative to its pyproject.toml). Symlinked folders
-    are not entered, symlinked files pointing out of their tree skipped, and a file reached
-    twice (a symlink to a file of the tree, a folder given twice) is processed once.
+    are not entered; a symlinked file is followed only to a file of a folder the walk
+    entered that no pattern excludes (never out of the tree, into ``.venv``, ``.git`` or an
+    excluded folder); a file reached twice (a symlink to a file of the tree, a folder given
+    twice) is processed once.
     """
     patterns = [_Ignore(os.getcwd(), list(exclude))] if exclude else []
     patterns += [_Ignore(os.path.abspath(b), list(pats)) for b, pats in based if pats]
     excl = _Any(patterns) if patterns else None
     seen: set[str] = set()
     links: list[str] = []
+    walked: dict[str, list[_Ignore]] = {}  # real folders entered, with their ignore patterns
     for top in paths:
         if os.path.isfile(top):
             real = os.path.realpath(top)
+            if os.path.islink(top) and excl and excl.match(real, False):
+                continue  # a link named explicitly still never leads into excluded code
             if real not in seen:
                 seen.add(real)
                 yield top
@@ -92,6 +97,7 @@ def iter_files(paths: list[str], exclude: Sequence[str] = (),
             gi = _gitignore(folder)
             ignores = ignores + [gi] if gi else ignores
             folder_real = os.path.realpath(folder)
+            walked[folder_real] = ignores
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
             except OSError:
@@ -123,6 +129,30 @@ def iter_files(paths: list[str], exclude: Sequence[str] = (),
                         yield p
     for p in links:
         real = os.path.realpath(p)
-        if real not in seen:
-            seen.add(real)
-            yield p
+        ignores = walked.get(os.path.dirname(real))
+        if real in seen or ignores is None or any(i.match(real, False) for i in ignores) \
+                or (excl and excl.match(real, False)):
+            continue
+        seen.add(real)
+        yield p
+
+
+def link_problem(path: str) -> str | None:
+    """Why a rewrite must not be written through ``path`` when it is a symlink (None: fine).
+
+    The target must be a file of the working tree, outside skipped folders (``.git``,
+    virtualenvs, ``node_modules``, ...).
+    """
+    if not os.path.islink(path):
+        return None
+    real = os.path.realpath(path)
+    tree = os.path.realpath(os.getcwd())
+    rel = os.path.relpath(real, tree)
+    if rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
+        return f"symlink to {real}, outside the working tree"
+    folder = tree
+    for part in rel.split(os.sep)[:-1]:
+        folder = os.path.join(folder, part)
+        if part in SKIP_DIRS or part.endswith(".egg-info") or _is_venv(folder):
+            return f"symlink to {real}, inside a skipped folder ({part})"
+    return None

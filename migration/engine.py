@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from compat.catalog import prefilter_tokens
 
 from .analysis import Context, analyze
-from .fixer import apply_edits
-from .ledger import LedgerIndex
-from .model import SYNTAX_ERROR, FileResult, Finding
-from .textio import atomic_write, decode, encode
+from .ledger import LedgerIndex, shift_lines
+from .model import IO_ERROR, SAFETY_CHECK, SYNTAX_ERROR, FileResult, Finding
+from .splice import FixFailed, Layout, UnsafeRewrite, plan, rewrite_piece, splice
+from .textio import atomic_write, decode, encode, write_problem
 
 TOKENS = prefilter_tokens()
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -30,6 +33,7 @@ class Options:
     fix: bool = False  # compute the rewritten text (--diff / --write)
     write: bool = False
     ledger: LedgerIndex | None = field(default=None, compare=False)
+    target_torch: tuple[int, int] | None = None  # the oldest torch the code must support
 
     def wanted(self, code: str) -> bool:
         if code == SYNTAX_ERROR:
@@ -62,16 +66,23 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
                ) -> list[Finding]:
     """Findings of one module's text (a syntax error is one ``E999`` finding)."""
     if tree is None:
-        try:
-            tree = ast.parse(text)
-        except SyntaxError as exc:
-            return [Finding(SYNTAX_ERROR, exc.lineno or 1, (exc.offset or 0) or 1, "none",
-                            note=f"SyntaxError: {exc.msg}", path=path)]
-    ctx = Context(text, tree, path, evidence, preamble)
+        parsed = parse(text, path)
+        if isinstance(parsed, Finding):
+            return [parsed]
+        tree = parsed
+    try:
+        ctx = Context(text, tree, path, evidence, preamble)
+    except (RecursionError, MemoryError):
+        return [_too_deep(path)]
+    ctx.facts["target_torch"] = opts.target_torch
     lines = ctx.lines
     ctx.enabled = lambda code, line, *more: opts.wanted(code) and not _noqa(
         Finding(code, line, 1, lines=more), lines)
-    found = analyze(ctx)
+    ctx.suppressed = lambda code, line, *more: _noqa(Finding(code, line, 1, lines=more), lines)
+    try:
+        found = analyze(ctx)
+    except (RecursionError, MemoryError):
+        return [_too_deep(path)]
     out, off = [], []
     for f in found:
         (out if opts.wanted(f.code) and not _noqa(f, lines) else off).append(f)
@@ -86,60 +97,147 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
     return out
 
 
-def _valid(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
+def _too_deep(path: str) -> Finding:
+    return Finding(SYNTAX_ERROR, 1, 1, "none", path=path,
+                   note="the code is nested too deeply to analyse (RecursionError)")
 
 
-def _apply(text: str, fixes: list[Finding], dropped: list[str]) -> tuple[str, list[Finding]]:
-    """Apply all fixes; if the result does not parse, keep only the fixes that do not break it."""
+def parse(text: str, path: str) -> ast.Module | Finding:
+    """The module's ast, or the ``E999`` finding saying why there is none."""
     try:
-        new = apply_edits(text, [e for f in fixes for e in f.edits])
-        if _valid(new):
-            return new, fixes
-    except Exception:  # noqa: BLE001, S110 - failing fixes are sorted out one by one below
-        pass
-    kept: list[Finding] = []
+        return ast.parse(text)
+    except SyntaxError as exc:
+        return Finding(SYNTAX_ERROR, exc.lineno or 1, (exc.offset or 0) or 1, "none",
+                       note=f"SyntaxError: {exc.msg}", path=path)
+    except (RecursionError, MemoryError):
+        return _too_deep(path)
+
+
+def _apply(text: str, tree: ast.Module, fixes: list[Finding], dropped: list[str], path: str,
+           flags: int = 0, failed: dict | None = None) -> tuple[str, list[Finding]]:
+    """Apply ``fixes`` to the top-level statements they edit; a fix that fails or makes its
+    statement not compile is left out (and noted in ``dropped`` and ``failed``).
+
+    Raises UnsafeRewrite when a rewritten statement loses code outside its edits.
+    """
+    layout = Layout(text, tree)
+    live: list[Finding] = []
+    groups: dict[int, set[int]] = {}
     for f in fixes:
         try:
-            cand = apply_edits(text, [e for k in (*kept, f) for e in k.edits])
-        except Exception:  # noqa: BLE001
-            cand = None
-        if cand is not None and _valid(cand):
-            kept.append(f)
-        else:
-            dropped.append(f"{f.code} at line {f.line}: the fix did not produce valid Python")
-    if not kept:
+            groups[id(f)] = {layout.group_of(e.key[0]) for e in f.edits if e.kind != "import"}
+            live.append(f)
+        except FixFailed as exc:
+            _drop(f, str(exc), dropped, failed)
+    while True:
+        pieces, imports = plan(layout, [e for f in live for e in f.edits])
+        done: list[tuple] = []
+        bad: list[Finding] = []
+        for piece in pieces:
+            try:
+                done.append((piece, rewrite_piece(layout, piece, path, flags)))
+                continue
+            except FixFailed:
+                pass
+            group = layout.group_of(piece.first)
+            kept: list[Finding] = []
+            for f in (f for f in live if group in groups[id(f)]):
+                sub = [p for p in plan(layout, [e for k in (*kept, f) for e in k.edits])[0]
+                       if p.first == piece.first]
+                try:
+                    rewrite_piece(layout, sub[0], path, flags)
+                    kept.append(f)
+                except FixFailed as exc:
+                    bad.append(f)
+                    _drop(f, str(exc), dropped, failed)
+        if not bad:
+            break
+        live = [f for f in live if f not in bad]
+    if not done and not imports:
         return text, []
-    return apply_edits(text, [e for k in kept for e in k.edits]), kept
+    return splice(layout, done, imports), live
+
+
+def _signature(f: Finding) -> tuple:
+    return (f.code, tuple((e.kind, e.args) for e in f.edits))
+
+
+def _drop(f: Finding, reason: str, dropped: list[str], failed: dict | None) -> None:
+    dropped.append(f"{f.code} at line {f.line}: {reason}")
+    if failed is not None:
+        failed[_signature(f)] = reason
 
 
 def fix_text(text: str, path: str, opts: Options, evidence: dict | None = None,
-             preamble: ast.Module | None = None
+             preamble: ast.Module | None = None, flags: int = 0
              ) -> tuple[str, list[Finding], list[Finding], list[str]]:
-    """(new text, fixed findings, remaining findings, dropped-fix messages); runs to a fixpoint."""
+    """(new text, fixed findings, remaining findings, dropped-fix messages); runs to a fixpoint.
+
+    ``flags`` are extra ``compile()`` flags for the check of rewritten statements (notebooks
+    allow top-level ``await``). Raises UnsafeRewrite (nothing may be written) when a rewrite
+    would change code outside its edits.
+    """
     fixed: list[Finding] = []
     dropped: list[str] = []
-    findings = check_text(text, path, opts, evidence, preamble=preamble)
+    failed: dict[tuple, str] = {}  # fixes that did not work, not tried again
+    tree = parse(text, path)
+    if isinstance(tree, Finding):
+        return text, [], [tree], []
+    findings = check_text(text, path, opts, evidence, tree=tree, preamble=preamble)
     for _ in range(MAX_ROUNDS):
-        todo = [f for f in findings if opts.applies(f)]
+        todo = [f for f in findings if opts.applies(f) and _signature(f) not in failed]
         if not todo:
             break
-        new, done = _apply(text, todo, dropped)
+        new, done = _apply(text, tree, todo, dropped, path, flags, failed)
         if new == text:
             break
         fixed.extend(done)
+        evidence = shift_lines(evidence, text, new)  # a call keeps its ledger evidence
         text = new
-        # line numbers moved: ledger evidence no longer lines up; the route is written now
-        findings = check_text(text, path, opts, None, preamble=preamble)
+        del tree  # one module's ast at a time
+        tree = parse(text, path)
+        if isinstance(tree, Finding):  # cannot happen: every rewritten statement compiled
+            raise UnsafeRewrite(f"the rewritten file does not parse: {tree.note}")
+        findings = check_text(text, path, opts, evidence, tree=tree, preamble=preamble)
+    for f in findings:
+        reason = failed.get(_signature(f))
+        if reason is not None and opts.applies(f):
+            f.applicability = "none"
+            f.note = f"{f.note}; fix not applied: {reason}" if f.note else \
+                f"fix not applied: {reason}"
     return text, fixed, findings, dropped
+
+
+def not_written(result: FileResult, reason: str, code: str = IO_ERROR) -> FileResult:
+    """``result`` as it stands when its rewrite is not written: nothing was fixed."""
+    result.findings = sorted([*result.fixed, *result.findings],
+                             key=lambda f: (f.cell or 0, f.line, f.column, f.code))
+    result.findings.append(Finding(code, 1, 1, "none", path=result.path,
+                                   note=f"not written: {reason}"))
+    result.fixed, result.new_bytes = [], None
+    return result
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The collector off while one file is processed: an ast holds millions of objects and no
+    cycles, and collections over it took half the time of a large file."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def process_bytes(data: bytes, path: str, opts: Options) -> FileResult:
     """Check (and with ``opts.fix`` rewrite) one Python source given as bytes."""
+    with _no_cyclic_gc():
+        return _process_bytes(data, path, opts)
+
+
+def _process_bytes(data: bytes, path: str, opts: Options) -> FileResult:
     result = FileResult(path, old_bytes=data)
     if not might_need_migration(data):
         return result
@@ -153,7 +251,13 @@ def process_bytes(data: bytes, path: str, opts: Options) -> FileResult:
     if not opts.fix:
         result.findings = check_text(src.text, path, opts, evidence)
         return result
-    new, result.fixed, result.findings, result.dropped = fix_text(src.text, path, opts, evidence)
+    try:
+        new, result.fixed, result.findings, result.dropped = fix_text(src.text, path, opts,
+                                                                      evidence)
+    except UnsafeRewrite as exc:
+        result.findings = check_text(src.text, path, opts, evidence)
+        result.error = f"rewrite not written, it failed the safety check: {exc}"
+        return not_written(result, f"the rewrite failed its safety check ({exc})", SAFETY_CHECK)
     if new != src.text:
         result.new_bytes = encode(new, src)
     return result
@@ -171,7 +275,14 @@ def process_path(path: str, opts: Options) -> FileResult:
         else:
             result = process_bytes(data, path, opts)
         if opts.write and result.new_bytes is not None and result.new_bytes != data:
-            atomic_write(path, result.new_bytes)
+            problem = write_problem(path)
+            if problem is None:
+                try:
+                    atomic_write(path, result.new_bytes)
+                except OSError as exc:
+                    problem = f"cannot write: {exc.strerror or exc}"
+            if problem is not None:
+                not_written(result, problem)
         return result
     except Exception as exc:  # noqa: BLE001 - reported as an internal error, the run goes on
         return FileResult(path, error=f"{type(exc).__name__}: {exc}")

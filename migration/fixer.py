@@ -9,7 +9,7 @@ on a With; ``importfrom_module`` (module) on an ImportFrom; ``import`` (statemen
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 import libcst as cst
@@ -147,16 +147,32 @@ def _dynamo_export(call: cst.Call, func: str) -> cst.Call:
     return cst.parse_expression(f"{func}({', '.join(parts)})")  # type: ignore[return-value]
 
 
+def _to_keywords(args: list[cst.Arg], todo: Iterable[tuple[int, str]]) -> None:
+    """Name positional arguments (``(index, name)`` pairs, indices of the original call).
+
+    A positional option also passed as a keyword (a TypeError at run time) is dropped: the
+    keyword is what the analysis judged, and a call never gets a keyword twice.
+    """
+    duplicates = []
+    for idx, name in todo:
+        if idx < len(args) and args[idx].keyword is None:
+            if _find(args, name) is not None:
+                duplicates.append(idx)
+            else:
+                args[idx] = args[idx].with_changes(keyword=cst.Name(name), equal=_NO_SPACE)
+    for idx in sorted(duplicates, reverse=True):
+        _drop(args, idx)
+
+
 def _apply_call(call: cst.Call, edits: Sequence[Edit]) -> cst.Call:
     args = list(call.args)
     func = None
     for kind in _CALL_ORDER:
+        if kind == "to_kw":
+            _to_keywords(args, [e.args for e in edits if e.kind == kind])
+            continue
         for e in (e for e in edits if e.kind == kind):
-            if kind == "to_kw":
-                idx, name = e.args
-                if idx < len(args) and args[idx].keyword is None:
-                    args[idx] = args[idx].with_changes(keyword=cst.Name(name), equal=_NO_SPACE)
-            elif kind == "rename":
+            if kind == "rename":
                 i = _find(args, e.args[0])
                 if i is not None and _find(args, e.args[1]) is None:
                     args[i] = args[i].with_changes(keyword=cst.Name(e.args[1]))
@@ -168,9 +184,12 @@ def _apply_call(call: cst.Call, edits: Sequence[Edit]) -> cst.Call:
                 i = _find(args, e.args[0])
                 if i is not None:
                     _drop(args, i)
-            elif kind == "add":
-                if _find(args, e.args[0]) is None:
+            elif kind == "add":  # a keyword that is already there gets the new value
+                i = _find(args, e.args[0])
+                if i is None:
                     _add(args, e.args[0], e.args[1])
+                else:
+                    args[i] = args[i].with_changes(value=cst.parse_expression(e.args[1]))
             elif kind == "func":
                 func = cst.parse_expression(e.args[0])
             elif kind == "dynamo_export":
@@ -181,6 +200,34 @@ def _apply_call(call: cst.Call, edits: Sequence[Edit]) -> cst.Call:
 
 def _comment_lines(texts: Iterable[str]) -> list[cst.EmptyLine]:
     return [cst.EmptyLine(comment=cst.Comment(t)) for t in texts]
+
+
+class _CommentCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.found.append(node.value)
+
+
+def comments_of(*nodes: cst.CSTNode) -> list[str]:
+    """Every comment inside ``nodes``, in order."""
+    collector = _CommentCollector()
+    for node in nodes:
+        node.visit(collector)
+    return collector.found
+
+
+def _lost(before: cst.CSTNode, after: cst.CSTNode) -> list[str]:
+    """Comments of ``before`` that ``after`` no longer has (e.g. inside a replaced value)."""
+    missing = Counter(comments_of(before)) - Counter(comments_of(after))
+    out = []
+    for c in comments_of(before):
+        if missing[c] > 0:
+            missing[c] -= 1
+            out.append(c)
+    return out
 
 
 class _Fixer(cst.CSTTransformer):
@@ -197,6 +244,8 @@ class _Fixer(cst.CSTTransformer):
             elif e not in self.by_key[e.key]:
                 self.by_key[e.key].append(e)
         self.frames: list[dict[str, list[str]]] = []
+        # trailing comments of an unwrapped ``with`` block, by the statement they now follow
+        self.footers: dict[int, list[cst.EmptyLine]] = {}
 
     def _edits(self, node: cst.CSTNode) -> list[Edit]:
         pos = self.get_metadata(PositionProvider, node).start
@@ -204,7 +253,7 @@ class _Fixer(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            self.frames.append({"before": [], "after": [], "comment": []})
+            self.frames.append({"before": [], "after": [], "comment": [], "kept": []})
         return super().on_visit(node)
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
@@ -222,7 +271,8 @@ class _Fixer(cst.CSTTransformer):
         after = [cst.parse_statement(c) for c in frame["after"]]
         out = before + stmts
         first = out[0]
-        out[0] = first.with_changes(leading_lines=lead + _comment_lines(frame["comment"]))
+        out[0] = first.with_changes(leading_lines=lead + _comment_lines(frame["comment"])
+                                    + _comment_lines(frame["kept"]))
         if before:  # the original statement's own leading lines moved to the first one
             idx = len(before)
             out[idx] = out[idx].with_changes(leading_lines=[])
@@ -237,22 +287,67 @@ class _Fixer(cst.CSTTransformer):
             for e in edits:
                 if e.kind in frame and e.args[0] not in frame[e.kind]:
                     frame[e.kind].append(e.args[0])
-        return _apply_call(updated, edits)
+        new = _apply_call(updated, edits)
+        lost = _lost(updated, new)
+        if lost:
+            if frame is None:
+                raise ValueError("comments of an edited call have no statement to go to")
+            frame["kept"].extend(lost)
+        return new
 
     def leave_With(self, original: cst.With, updated: cst.With):
         edits = [e for e in self._edits(original) if e.kind == "with_unwrap"]
         if not edits:
             return updated
         body = updated.body
+        # every comment stays: the with line's own goes to the mode statement (or above the
+        # block), those inside the with header above it, the block's trailing ones after it
+        parts = [updated.lpar, *updated.items, updated.rpar, updated.whitespace_after_with,
+                 updated.whitespace_before_colon]
+        header = comments_of(*(p for p in parts if isinstance(p, cst.CSTNode)))
         if isinstance(body, cst.IndentedBlock):
             stmts = list(body.body)
-        else:
-            stmts = [cst.SimpleStatementLine(body=[s]) for s in body.body]
+            line_comment = body.header.comment.value if body.header.comment else None
+            footer = list(body.footer)
+        else:  # ``with ...: a(); b()  # c`` keeps its statements on one line with the comment
+            stmts = [cst.SimpleStatementLine(body=list(body.body),
+                                             trailing_whitespace=body.trailing_whitespace)]
+            line_comment, footer = None, []
         pre = [cst.parse_statement(edits[0].args[0])] if edits[0].args[0] else []
+        if pre and line_comment is not None:
+            pre[0] = pre[0].with_changes(trailing_whitespace=cst.TrailingWhitespace(
+                whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(line_comment)))
+        elif line_comment is not None:
+            header.append(line_comment)
         out = pre + stmts
         out[0] = out[0].with_changes(leading_lines=list(original.leading_lines)
-                                     + list(out[0].leading_lines))
+                                     + _comment_lines(header) + list(out[0].leading_lines))
+        if footer:
+            self.footers[id(out[-1])] = footer
         return cst.FlattenSentinel(out)
+
+    def _place_footers(self, body: Sequence[cst.CSTNode], footer: Sequence[cst.EmptyLine]
+                       ) -> tuple[list[cst.CSTNode], list[cst.EmptyLine]]:
+        """Moves pending ``with`` block footers in front of the next statement (or to the
+        container's footer when the block was last)."""
+        stmts, tail = list(body), list(footer)
+        for i, stmt in enumerate(stmts):
+            lines = self.footers.pop(id(stmt), None)
+            if lines is None:
+                continue
+            if i + 1 < len(stmts):
+                nxt = stmts[i + 1]
+                stmts[i + 1] = nxt.with_changes(leading_lines=[*lines, *nxt.leading_lines])
+            else:
+                tail = [*lines, *tail]
+        return stmts, tail
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock
+                            ) -> cst.IndentedBlock:
+        if not self.footers:
+            return updated
+        body, footer = self._place_footers(updated.body, updated.footer)
+        return updated.with_changes(body=body, footer=footer)
 
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
         for e in self._edits(original):
@@ -261,6 +356,9 @@ class _Fixer(cst.CSTTransformer):
         return updated
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if self.footers:
+            body, footer = self._place_footers(updated.body, updated.footer)
+            updated = updated.with_changes(body=body, footer=footer)
         if not self.imports:
             return updated
         body = list(updated.body)
@@ -278,8 +376,22 @@ class _Fixer(cst.CSTTransformer):
         return updated.with_changes(body=body[:at] + new + body[at:])
 
 
-def apply_edits(text: str, edits: Iterable[Edit]) -> str:
-    """``text`` with ``edits`` applied (libcst round trip; untouched code is unchanged)."""
-    module = cst.parse_module(text)
+def _final_newline(text: str) -> str:
+    for end in ("\r\n", "\n", "\r"):
+        if text.endswith(end):
+            return end
+    return ""
+
+
+def apply_edits(text: str, edits: Iterable[Edit], newline: str | None = None) -> str:
+    """``text`` with ``edits`` applied (libcst round trip; untouched code is unchanged).
+
+    ``newline`` is the file's line ending, for inserted lines (a one-line snippet shows none).
+    The final line ending is set aside: libcst 1.9 loses a final ``\\r``.
+    """
+    end = _final_newline(text)
+    body = text[:len(text) - len(end)]
+    config = cst.PartialParserConfig(default_newline=newline) if newline else None
+    module = cst.parse_module(body, config) if config else cst.parse_module(body)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    return wrapper.visit(_Fixer(edits)).code
+    return wrapper.visit(_Fixer(edits)).code + end

@@ -11,6 +11,8 @@ Applicability = Literal["safe", "unsafe", "none"]
 Key = tuple[int, int]  # (1-based line, 0-based character column) of the node an edit targets
 
 SYNTAX_ERROR = "E999"
+IO_ERROR = "E902"  # a rewrite that may not be written (read-only file, link out of the tree)
+SAFETY_CHECK = "E903"  # a rewrite that would change code outside its edits (not written)
 
 
 @dataclass(frozen=True)
@@ -35,13 +37,16 @@ class Finding:
     path: str = ""
     lines: tuple[int, ...] = ()  # other lines where a `# noqa` also applies (e.g. the call's line)
     cell: int | None = None  # notebooks: 1-based cell number; ``line`` counts within the cell
+    needs: tuple[str, ...] = ()  # codes whose edits this fix shares: its hint selects them too
 
     @property
     def message(self) -> str:
         """The catalog's message (so runtime warnings and findings agree), plus a site note;
         without the leading code (every format shows ``code`` on its own)."""
         entry = BY_CODE.get(self.code)
-        base = entry.message().removeprefix(self.code + " ") if entry else self.note
+        select = ",".join((*self.needs, self.code)) if self.edits else None
+        base = entry.message(self.path or "PATH", select).removeprefix(self.code + " ") \
+            if entry else self.note
         if entry and self.note:
             return f"{base} [{self.note}]"
         return base

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import json
 
-from .engine import Options, check_text, fix_text, might_need_migration
-from .model import SYNTAX_ERROR, FileResult, Finding
+from .engine import Options, check_text, fix_text, might_need_migration, not_written
+from .model import SAFETY_CHECK, SYNTAX_ERROR, FileResult, Finding
+from .splice import UnsafeRewrite
 
 _SEPARATORS = ((",", ": "), (", ", ": "), (",", ":"))
 
@@ -45,7 +46,15 @@ def process_notebook(data: bytes, path: str, opts: Options) -> FileResult:
         if any(ln.lstrip().startswith(("%", "!")) for ln in text.splitlines()):
             continue  # IPython magics are not Python
         if opts.fix:
-            new, fixed, findings, dropped = fix_text(text, path, opts, preamble=preamble)
+            try:  # cells compile as IPython runs them: top-level ``await`` is allowed
+                new, fixed, findings, dropped = fix_text(
+                    text, path, opts, preamble=preamble, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            except UnsafeRewrite as exc:  # nothing of the notebook is written
+                result.error = f"rewrite not written, it failed the safety check: cell {n}: {exc}"
+                result.findings += [_in_cell(f, n) for f in check_text(text, path, opts,
+                                                                      preamble=preamble)]
+                return not_written(result, f"cell {n}: the rewrite failed its safety check "
+                                           f"({exc})", SAFETY_CHECK)
             for f in fixed:
                 f.cell = n
             result.fixed += fixed
@@ -63,6 +72,11 @@ def process_notebook(data: bytes, path: str, opts: Options) -> FileResult:
         result.new_bytes = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") \
             + out.encode("utf-8")
     return result
+
+
+def _in_cell(f: Finding, n: int) -> Finding:
+    f.cell = n
+    return f
 
 
 def _style(text: str) -> dict:

@@ -41,21 +41,46 @@ def encode(text: str, like: Decoded) -> bytes:
     return (_BOM if like.bom else b"") + text.encode(like.encoding)
 
 
+def write_problem(path: str) -> str | None:
+    """Why ``path`` must not be rewritten (None: it may be): a read-only file, or a path that
+    goes through a symlink to a file outside the working tree or inside a skipped folder."""
+    from .discovery import link_problem
+
+    problem = link_problem(path)
+    if problem is not None:
+        return problem
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if not st.st_mode & 0o222 or not os.access(real, os.W_OK):  # root may write anything
+        return "read-only file"
+    return None
+
+
 def atomic_write(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` via a temp file in the same folder, keeping permissions.
+    """Replace ``path`` with ``data`` via a temp file in the same folder, keeping the mode, the
+    owner and the group (``chown`` needs root unless they are already the writer's).
 
     A symlink is resolved first so the link stays a link and its target gets the new content.
     """
     real = os.path.realpath(path)
     folder = os.path.dirname(real) or "."
-    mode = stat.S_IMODE(os.stat(real).st_mode)
+    st = os.stat(real)
     fd, tmp = tempfile.mkstemp(prefix=".migrate-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        new = os.stat(tmp)
+        if (new.st_uid, new.st_gid) != (st.st_uid, st.st_gid):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except PermissionError as exc:  # the file is not replaced
+                raise PermissionError(exc.errno, f"cannot keep the file's owner and group "
+                                                 f"({st.st_uid}:{st.st_gid})") from exc
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
         os.replace(tmp, real)
     except BaseException:
         if os.path.exists(tmp):

@@ -11,9 +11,9 @@ import ast
 
 from ..analysis import EXPORT, Context, build_export_call
 from ..resolve import Scope
-from . import onx0, onx1, onx2, onx3, onx4
+from . import onx0, onx1, onx2, onx3, onx4, onx5
 
-FAMILIES = {"ONX0": onx0, "ONX1": onx1, "ONX2": onx2, "ONX3": onx3, "ONX4": onx4}
+FAMILIES = {"ONX0": onx0, "ONX1": onx1, "ONX2": onx2, "ONX3": onx3, "ONX4": onx4, "ONX5": onx5}
 
 
 def prepare(ctx: Context) -> None:
@@ -37,7 +37,13 @@ def on_call(ctx: Context, node: ast.Call, scope: list[Scope]) -> None:
     ec.custom_symbolics = bool(ctx.facts.get("custom_symbolics"))
     onx2.check_export(ctx, ec)
     route = onx0.check_export(ctx, ec)
+    onx2.check_external_data(ctx, ec, route)
     onx1.check_export(ctx, ec, route)
+
+
+def on_if(ctx: Context, node: ast.If, scope: list[Scope]) -> list[ast.stmt] | None:
+    """The statements of ``node`` to analyse when one branch is dead (old torch only)."""
+    return onx5.check_if(ctx, node, scope)
 
 
 def on_with(ctx: Context, node: ast.With, scope: list[Scope]) -> bool:

@@ -75,6 +75,32 @@ def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
     return out
 
 
+def translated_pins(ctx: Context, ec: ExportCall, record: dict | None) -> list[tuple[str, str]]:
+    """Options the shim translated on the torch.export route (the ledger record's
+    ``translations``) that plain torch ignores there: only ``dynamo=False`` keeps them.
+
+    ``dynamic_axes`` (converted to ``dynamic_shapes``) and ``do_constant_folding=False``
+    (``optimize=False``) have a plain-torch spelling on that route and are not listed.
+    """
+    done = {(t.get("code"), t.get("option")) for t in (record or {}).get("translations") or ()
+            if isinstance(t, dict)}
+    out = []
+    for name, opt in ec.options.items():
+        code = OPTION_CODES.get(name)
+        if not code or not code.startswith("ONX1") or (code, name) not in done \
+                or name == "dynamic_axes" or harmless(ctx, ec, opt) or _optimize_spelling(opt):
+            continue
+        why = (f"the shim translated {name}={ctx.src(opt.value)} on the torch.export route; "
+               "plain torch ignores it there")
+        out.append((code, why))
+    return out
+
+
+def _optimize_spelling(opt: Option) -> bool:
+    """``do_constant_folding=False`` is ``optimize=False`` on the torch.export route."""
+    return opt.name == "do_constant_folding" and literal(opt.value) is False
+
+
 def _axes_reason(ctx: Context, ec: ExportCall) -> str:
     """Why literal-or-not ``dynamic_axes`` could not become ``dynamic_shapes``."""
     if not isinstance(literal(ec.options["dynamic_axes"].value), dict):
@@ -93,6 +119,9 @@ def dynamic_shapes_code(ctx: Context, ec: ExportCall) -> str | None:
     Keys are positions, not forward() parameter names, so it is right without knowing the model.
     Output axes are dropped (torch.export infers them); str dims keep the axis names.
     """
+    mapping = _inputs_mapping(ctx, ec)
+    if mapping is not None:
+        return f"dict({mapping})"
     axes = literal(ec.options["dynamic_axes"].value)
     names = literal(ec.options["input_names"].value) if "input_names" in ec.options else ...
     if not isinstance(axes, dict) or not isinstance(names, (list, tuple)) or "kwargs" in ec.options:
@@ -128,6 +157,70 @@ def dynamic_shapes_code(ctx: Context, ec: ExportCall) -> str | None:
     if not any(k in known for k in axes):
         return "None"
     return "(" + ", ".join(entries) + ("," if count == 1 else "") + ")"
+
+
+def _items_sources(ctx: Context, ec: ExportCall, node: ast.expr) -> list[str] | None:
+    """``[A, B]`` for ``chain(A.items(), B.items())`` / ``A.items()``; None otherwise."""
+    def items_of(call: ast.expr) -> str | None:
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and call.func.attr == "items" and not call.args and not call.keywords \
+                and dotted(call.func.value):
+            return ctx.src(call.func.value)
+        return None
+
+    one = items_of(node)
+    if one is not None:
+        return [one]
+    if isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, (ast.Name, ast.Attribute)) \
+            and "itertools.chain" in ctx.qualnames(node.func, ec.scope):
+        out = [items_of(a) for a in node.args]
+        return out if out and all(out) else None  # type: ignore[return-value]
+    return None
+
+
+def _mapping_sources(ctx: Context, ec: ExportCall, axes: ast.expr) -> list[str] | None:
+    """The mappings an OnnxConfig-style ``dynamic_axes`` merges: ``dict(chain(A.items(),
+    B.items()))``, ``{k: v for k, v in chain(A.items(), B.items())}`` or ``{**A, **B}``."""
+    if isinstance(axes, ast.Call) and isinstance(axes.func, ast.Name) and axes.func.id == "dict" \
+            and len(axes.args) == 1 and not axes.keywords and ctx.qualnames(axes.func, ec.scope) == set():
+        return _items_sources(ctx, ec, axes.args[0])
+    if isinstance(axes, ast.DictComp) and len(axes.generators) == 1:
+        gen = axes.generators[0]
+        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Tuple) \
+                or len(gen.target.elts) != 2 or not all(isinstance(e, ast.Name) for e in gen.target.elts):
+            return None
+        k, v = (e.id for e in gen.target.elts)  # type: ignore[attr-defined]
+        if not (isinstance(axes.key, ast.Name) and axes.key.id == k
+                and isinstance(axes.value, ast.Name) and axes.value.id == v):
+            return None
+        return _items_sources(ctx, ec, gen.iter)
+    if isinstance(axes, ast.Dict) and axes.keys and all(key is None for key in axes.keys) \
+            and all(dotted(v) for v in axes.values):
+        return [ctx.src(v) for v in axes.values]
+    return None
+
+
+def _inputs_mapping(ctx: Context, ec: ExportCall) -> str | None:
+    """``A`` when ``dynamic_axes`` merges mapping ``A`` (inputs) with others (outputs) and
+    ``input_names`` is ``list(A.keys())`` / ``list(A)``: transformers' OnnxConfig, whose input
+    names are the model's forward() parameters, so ``dict(A)`` is ``dynamic_shapes`` by name."""
+    names = ec.options.get("input_names")
+    axes = ec.options["dynamic_axes"].value
+    if names is None or "kwargs" in ec.options or not isinstance(names.value, ast.Call):
+        return None
+    call = names.value
+    if not (isinstance(call.func, ast.Name) and call.func.id in ("list", "tuple")
+            and len(call.args) == 1 and not call.keywords):
+        return None
+    inner = call.args[0]
+    if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+            and inner.func.attr == "keys" and not inner.args and not inner.keywords:
+        inner = inner.func.value
+    if not dotted(inner):
+        return None
+    sources = _mapping_sources(ctx, ec, axes)
+    mapping = ctx.src(inner)
+    return mapping if sources and mapping in sources else None
 
 
 _SAME_MODULE = ("to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_")
@@ -207,6 +300,13 @@ def evidently_eval(ctx: Context, ec: ExportCall) -> bool:
 
 def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
     """ONX101-107 on an export call whose route is known."""
+    if route.old_torch:  # the default exporter differs between the torch versions supported
+        for name, opt in ec.options.items():
+            code = OPTION_CODES.get(name)
+            if code and code.startswith("ONX1") and not harmless(ctx, ec, opt):
+                ctx.emit(code, opt.value, anchor=ec.node,
+                         note="kept: the supported torch versions export by different routes")
+        return
     if route.dynamo is None:
         return
     k = ec.key
@@ -227,7 +327,13 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
                          note="kept, with dynamo=False", anchor=ec.node)
             continue
         add_route = () if route.explicit else route.pin_edits
-        if not harmless(ctx, ec, opt) and route.from_ledger and name != "dynamic_axes":
+        if route.from_ledger and _optimize_spelling(opt):
+            edit = (Edit("drop", k, (name,)) if "optimize" in ec.options
+                    else Edit("rename", k, (name, "optimize")))
+            ctx.emit(code, opt.value, "safe", ec.edits_for(opt, edit, *add_route),
+                     note="optimize=False keeps the parameters un-folded, as the shim did",
+                     anchor=ec.node)
+        elif not harmless(ctx, ec, opt) and route.from_ledger and name != "dynamic_axes":
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (name,)),
                                                            *add_route),
                      note="dropped: the ledger shows this call exported on the torch.export route",

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
+from typing import TYPE_CHECKING
 
 from ..analysis import Context, ExportCall, literal, member
 from ..model import Edit
+
+if TYPE_CHECKING:
+    from .onx0 import Route
 
 # Positional layouts after (model, args, f); see LEGACY_PATTERNS.md.
 LAYOUT_1X = (
@@ -72,17 +77,13 @@ def check_export(ctx: Context, ec: ExportCall) -> None:
             code = {"example_outputs": "ONX201", "strip_doc_string": "ONX204"}.get(name, "ONX205")
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (name,))),
                      anchor=node)
-    opt = ec.options.get("use_external_data_format")
-    if opt:
-        edit = (Edit("drop", k, (opt.name,)) if "external_data" in ec.options
-                else Edit("rename", k, (opt.name, "external_data")))
-        ctx.emit("ONX202", opt.value, "safe", ec.edits_for(opt, edit), anchor=node)
     opt = ec.options.get("enable_onnx_checker")
     if opt:
         _checker(ctx, ec, opt)
     opt = ec.options.get("fallback")
     if opt:
         evidence = ctx.evidence_for(node)
+        evidence = evidence if evidence and evidence.get("route_taken") else None
         ctx.emit("ONX207", opt.value, "safe" if evidence else "unsafe",
                  ec.edits_for(opt, Edit("drop", k, ("fallback",))),
                  note="route chosen from the ledger" if evidence else "route chosen statically",
@@ -91,6 +92,53 @@ def check_export(ctx: Context, ec: ExportCall) -> None:
         opt = ec.options.get(name)
         if opt:
             _onx208(ctx, ec, opt)
+
+
+def check_external_data(ctx: Context, ec: ExportCall, route: Route) -> None:
+    """ONX202 once the route is known: ``external_data=`` is what the torch.export route reads;
+    the TorchScript route ignores it (it writes one file below 2 GB), so there the weights are
+    moved to ``<f>.data`` after the export, as the shim does."""
+    opt = ec.options.get("use_external_data_format")
+    if opt is None:
+        return
+    k, value = ec.key, literal(opt.value)
+    if "external_data" in ec.options or value is False or value is None:
+        edit = Edit("drop", k, (opt.name,)) if "external_data" in ec.options or \
+            route.dynamo is False or route.old_torch else \
+            Edit("rename", k, (opt.name, "external_data"))
+        ctx.emit("ONX202", opt.value, "safe", ec.edits_for(opt, edit), anchor=ec.node)
+    elif (route.dynamo or route.via_compat) and not route.old_torch:
+        edit = Edit("rename", k, (opt.name, "external_data"))
+        ctx.emit("ONX202", opt.value, "safe", ec.edits_for(opt, edit), anchor=ec.node)
+    elif (route.dynamo is False or route.old_torch) and value is True and ec.f is not None \
+            and _pure(ec.f) and ctx.block_statement(ec.node):
+        pins = () if route.explicit else route.pin_edits
+        onnx_ref, imports = ctx.import_module("onnx", ec.scope)
+        f = ctx.src(ec.f)
+        if isinstance(ec.f, ast.Constant) and isinstance(ec.f.value, str):
+            location = json.dumps(ec.f.value.replace("\\", "/").rsplit("/", 1)[-1] + ".data")
+            applicability = "safe"
+        else:
+            os_ref, os_import = ctx.import_module("os", ec.scope)
+            imports = (*imports, *os_import)
+            location = f'{os_ref}.path.basename({f}) + ".data"'
+            applicability = "unsafe"  # f may be a file object
+        save = (f"{onnx_ref}.save_model({onnx_ref}.load({f}), {f}, save_as_external_data=True, "
+                f"all_tensors_to_one_file=True, location={location}, size_threshold=0)")
+        edits = (Edit("drop", k, (opt.name,)), Edit("after", k, (save,)), *imports, *pins)
+        ctx.emit("ONX202", opt.value, applicability, ec.edits_for(opt, *edits),
+                 note="the TorchScript route ignores external_data: the weights are moved to an "
+                      "external data file after the export", anchor=ec.node)
+    else:
+        ctx.emit("ONX202", opt.value, anchor=ec.node,
+                 note="external_data= is ignored on the TorchScript route; save the weights "
+                      "separately with onnx.save_model(..., save_as_external_data=True)")
+
+
+def _pure(expr: ast.expr) -> bool:
+    """A name, attribute, subscript or constant: evaluating it twice reads the same value."""
+    return all(isinstance(n, (ast.Name, ast.Attribute, ast.Subscript, ast.Constant,
+                              ast.expr_context)) for n in ast.walk(expr))
 
 
 def _checker(ctx: Context, ec: ExportCall, opt) -> None:

@@ -27,7 +27,7 @@ def prepare(ctx: Context) -> None:
     ctx.facts["custom_symbolics"] = (
         "register_custom_op_symbolic" in text or bool(_SYMBOLIC_DEF.search(text))
     )
-    ctx.facts["uses_compat"] = bool(re.search(r"^\s*(import compat|from compat\b)", text, re.MULTILINE))
+    ctx.facts["uses_compat"] = ctx.imports_shim()
 
 
 def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]) -> None:
@@ -35,7 +35,7 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     hit = next((REGISTER[q] for q in quals if q in REGISTER), None)
     if hit is None:
         return
-    ref, imports = ctx.import_module("compat", scope)
+    ref, imports = ctx.import_shim(scope)
     edits = [Edit("func", ctx.key(node), (f"{ref}.{hit}",)), *imports]
     ctx.emit("ONX301", node, "safe", tuple(edits), note=f"compat.{hit}")
     ctx.facts["custom_symbolics"] = True

@@ -40,6 +40,9 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
                                           "dynamic_shapes")
         elif new is None:
             ctx.emit("ONX401", node, note="no torch.onnx import to spell torch.onnx.export")
+        elif ctx.before_dynamo_keyword():
+            ctx.emit("ONX401", node, note=f"--target-torch {ctx.before_dynamo_keyword()}: "
+                                          "torch.onnx.export(..., dynamo=True) needs torch >= 2.5")
         else:
             ctx.emit("ONX401", node, "safe", (Edit("dynamo_export", ctx.key(node), (new,)),))
         return False

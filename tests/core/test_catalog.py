@@ -14,7 +14,8 @@ from compat import catalog
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DESIGN_CODES = (
     "ONX001 ONX101 ONX102 ONX103 ONX104 ONX105 ONX106 ONX107 ONX201 ONX202 ONX203 ONX204 ONX205 "
-    "ONX206 ONX207 ONX208 ONX301 ONX302 ONX303 ONX401 ONX402 ONX403 ONX404"
+    "ONX206 ONX207 ONX208 ONX301 ONX302 ONX303 ONX401 ONX402 ONX403 ONX404 ONX501 "
+    "ONX002"
 ).split()
 
 
@@ -22,7 +23,8 @@ def test_every_design_code_has_an_entry():
     assert [e.code for e in catalog.ENTRIES] == DESIGN_CODES
     for e in catalog.ENTRIES:
         assert e.fix in ("safe", "unsafe", "none")
-        assert e.code in e.message() and f"--select {e.code}" in e.message()
+        assert e.code in e.message() and f"--select {e.fix_select()} PATH" in e.message()
+        assert e.fix_select().split(",")[-1] == e.code
 
 
 def test_readme_table_is_generated_from_catalog():

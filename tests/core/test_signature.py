@@ -99,7 +99,7 @@ BAD_CALLS = [
     ("route", dict(route="fast"), CompatValueError),
     ("training", dict(training="sometimes"), CompatValueError),
     ("input_names", dict(input_names="x"), CompatTypeError),
-    ("opset_version", dict(opset_version="17"), CompatValueError),
+    ("opset_version", dict(opset_version="17"), CompatTypeError),
     ("dynamic_axes", dict(input_names=["x"], dynamic_axes={"x": {5: "batch"}}), CompatValueError),
     ("dynamic_axes", dict(dynamic_axes={"x": "batch"}), CompatTypeError),
     ("export_params", dict(export_params="yes"), CompatTypeError),

@@ -24,7 +24,8 @@ def test_warning_points_at_user_line_and_carries_code(small_net, tmp_path):
     assert [w.message.code for w in ours] == ["ONX104"]
     assert ours[0].filename == __file__ and ours[0].lineno == line
     text = str(ours[0].message)
-    assert "python -m compat.migrate --select ONX104 PATH" in text and "optimize=" in text
+    assert f"python -m compat.migrate --fix --select ONX001,ONX206,ONX104 {__file__}" in text
+    assert "optimize=" in text
     assert issubclass(compat.LegacyExportWarning, DeprecationWarning)
 
 

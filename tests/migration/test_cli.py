@@ -166,4 +166,5 @@ def test_ledger_evidence(tmp_path, capsys, monkeypatch):
     assert src.read_text() == (
         "import torch\n# compat.migrate: dynamo=False (ledger: GuardOnDataDependentSymNode)\n"
         "torch.onnx.export(m, x, 'a.onnx', dynamo=False)\n"
-        "torch.onnx.export(\n    m, x, 'b.onnx', dynamo=True, external_data=False)\n")
+        # the shim turned do_constant_folding=False into optimize=False on that route
+        "torch.onnx.export(\n    m, x, 'b.onnx', optimize=False, dynamo=True, external_data=False)\n")

@@ -3,6 +3,7 @@ whose inputs, outputs and onnxruntime numerics match eager torch (and, once ``co
 exists, the original script run under the shim)."""
 
 import importlib.util
+import json
 import runpy
 import shutil
 import subprocess
@@ -88,3 +89,92 @@ def test_original_under_shim_matches_rewritten(script, tmp_path):
     assert na == nb and [o.name for o in ma.graph.output] == [o.name for o in mb.graph.output]
     for x, y in zip(ra, rb):
         assert abs(x - y).max() < 1e-4
+
+
+# -- the verified-fix promise with a ledger: original under the shim == migrated on plain torch --
+# script -> (dynamic axis of the inputs or None, the route the migrated call must pin)
+LEDGER_CASES = {
+    "train_mode_batchnorm.py": (None, "dynamo=False", ()),  # training=TRAINING, translated
+    "unfolded_constants.py": (None, "optimize=False", ()),  # do_constant_folding=False
+    # weights moved to <f>.data after a TorchScript export (the shim took that route)
+    "external_weights_old_opset.py": (None, "save_as_external_data=True", ("--route", "legacy")),
+    "module_constants.py": (0, "dynamo=True", ()),  # OPSET_VERSION / DYNAMIC_AXES constants
+    "version_branch.py": (0, "dynamo=True", ()),  # old-torch branch left alone, live one migrated
+}
+
+
+def _ops(model) -> list[str]:
+    return [n.op_type for n in model.graph.node]
+
+
+def _route_of(text: str) -> str:
+    return "dynamo" if "dynamo=True" in text else "legacy"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(LEDGER_CASES))
+def test_ledger_migration_exports_what_the_shim_exported(script, tmp_path):
+    """Run the original under ``python -m compat run --ledger``, migrate it in place with that
+    ledger, run the result on plain torch (no compat import): same inputs, outputs, op sequence
+    (when both took the same route) and onnxruntime numerics, at the example shape and at
+    another size along the dynamic axis."""
+    import torch
+
+    axis, expected, shim_args = LEDGER_CASES[script]
+    work = tmp_path / "proj" / script
+    work.parent.mkdir()
+    shutil.copy(SCRIPTS / script, work)
+    ledger = tmp_path / "ledger.jsonl"
+    shim = _run(["-m", "compat", "run", *shim_args, "--ledger", str(ledger), str(work),
+                 str(tmp_path / "a.onnx")], tmp_path)
+    assert shim.returncode == 0, shim.stderr[-3000:]
+    record = json.loads(ledger.read_text().splitlines()[-1])
+    rc = main(["--fix", "--unsafe-fixes", "--ledger", str(ledger), str(work)])
+    assert rc == (1 if script == "version_branch.py" else 0)  # ONX501: delete the dead branch
+    text = work.read_text()
+    assert expected in text and "compat" not in text.replace("compat.migrate", "")
+    assert torch.onnx.export.__module__ == "torch.onnx"  # plain torch, not the shim
+    ns = runpy.run_path(str(work), run_name="verify")  # plain torch: this process is unpatched
+    ns["main"](str(tmp_path / "b.onnx"))
+    inputs = list(ns["make_inputs"]())
+    ma, na, ra = _ort(tmp_path / "a.onnx", inputs)
+    mb, nb, rb = _ort(tmp_path / "b.onnx", inputs)
+    assert na == nb and [o.name for o in ma.graph.output] == [o.name for o in mb.graph.output]
+    if record["route_taken"] == _route_of(text):
+        assert _ops(ma) == _ops(mb)
+    for x, y in zip(ra, rb):
+        assert x.shape == y.shape and abs(x - y).max() < 1e-4
+    if script == "external_weights_old_opset.py":  # weights stay out of the .onnx file
+        assert (tmp_path / "b.onnx.data").is_file() and (tmp_path / "a.onnx.data").is_file()
+        import onnx
+
+        weights = onnx.load(str(tmp_path / "b.onnx"), load_external_data=False).graph.initializer
+        assert weights and all(i.data_location == onnx.TensorProto.EXTERNAL for i in weights)
+    if axis is not None:  # another size along the dynamic axis
+        bigger = [torch.cat([t, t, t[:1]], dim=axis) for t in inputs]
+        _, _, ra = _ort(tmp_path / "a.onnx", bigger)
+        _, _, rb = _ort(tmp_path / "b.onnx", bigger)
+        for x, y in zip(ra, rb):
+            assert x.shape[axis] == 5 and abs(x - y).max() < 1e-4
+
+
+@pytest.mark.slow
+def test_transformers_version_branch_migrates_to_a_working_export(tmp_path, monkeypatch):
+    """transformers 4.2x ``export_pytorch`` (old-torch branch + live branch), migrated without a
+    ledger, exports a real (tiny, random-init) BERT on plain torch: the dead branch is reported
+    and left alone, the live one gets ``dynamo=True`` and ``dynamic_shapes=dict(config.inputs)``
+    and matches eager torch at two shapes along both dynamic axes."""
+    pytest.importorskip("transformers")
+    work = tmp_path / "convert.py"
+    shutil.copy(SCRIPTS.parent / "hf_export_427_branch.py", work)
+    assert main(["--fix", str(work)]) == 1  # ONX501 stays: the dead branch is for the user
+    text = work.read_text()
+    assert "dynamic_shapes=dict(config.inputs)" in text and "enable_onnx_checker=True" in text
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "hf" / "fixtures"))
+    import hf_zoo
+
+    ns = runpy.run_path(str(work), run_name="verify")
+    model, config = hf_zoo.build("bert")
+    ns["export_pytorch"](model, config, config.default_onnx_opset, tmp_path / "bert.onnx")
+    ok, detail = hf_zoo.parity("bert", str(tmp_path / "bert.onnx"))
+    assert ok, detail

@@ -37,7 +37,7 @@ def test_fallback_is_remembered_and_reused(tmp_path: Path, isolated_cache: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     first = _export(tmp_path)
     assert first.route == "legacy"
-    assert first.fallback_reason == "dynamo: data-dependent control flow"
+    assert first.fallback_reason.startswith("dynamo: data-dependent control flow at scale_models.py:")
     entries = list((isolated_cache / route_memory.SUBDIR).glob("*.json"))
     assert len(entries) == 1
     assert json.loads(entries[0].read_text())["reason"] == "data-dependent control flow"
@@ -86,7 +86,7 @@ def test_corrupt_entry_warns_and_export_still_works(tmp_path: Path) -> None:
     with pytest.warns(RouteMemoryWarning, match="corrupt"):
         outcome = _export(tmp_path)
     assert outcome.route == "legacy"
-    assert outcome.fallback_reason == "dynamo: data-dependent control flow"
+    assert outcome.fallback_reason.startswith("dynamo: data-dependent control flow at scale_models.py:")
     # the fallback rewrote the entry: the next call is a clean hit
     assert route_memory.lookup(req) == "data-dependent control flow"
     path.write_text(json.dumps({"schema": 1, "key": "someone-else", "reason": 3}))

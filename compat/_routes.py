@@ -1,0 +1,76 @@
+"""The shim's own route packages (``legacy``, ``dynamo``), never a same-named package of the user's.
+
+Installed from the wheel they are ``torch_onnx_compat.legacy`` and ``torch_onnx_compat.dynamo``:
+nothing can shadow them. In a checkout they are the top-level folders next to ``compat/``; when
+``sys.path`` (a user project's own ``legacy/`` beside the script) or ``sys.modules`` holds another
+package of that name, ours is loaded from its folder under a private name instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import threading
+from types import ModuleType
+
+ROUTE_PACKAGES = ("legacy", "dynamo")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+#: installed layout: the route packages are subpackages of this one
+_INSTALLED = os.path.isdir(os.path.join(_HERE, "legacy"))
+_CHECKOUT_ROOT = os.path.dirname(_HERE)
+_ALIAS_PREFIX = "_torch_onnx_compat_"
+_lock = threading.RLock()
+
+
+def route_module(dotted: str) -> ModuleType:
+    """Our ``legacy``/``dynamo`` package or one of its modules, e.g. ``"dynamo.torch_internals"``."""
+    top, _, rest = dotted.partition(".")
+    if top not in ROUTE_PACKAGES:
+        raise ValueError(f"not a route package: {dotted!r}")
+    if _INSTALLED:
+        return importlib.import_module(f".{dotted}", __package__)
+    package = _checkout_package(top)
+    return importlib.import_module(f"{package.__name__}.{rest}") if rest else package
+
+
+def _is_ours(module: ModuleType | None, name: str) -> bool:
+    origin = getattr(module, "__file__", None)
+    return origin is not None and os.path.abspath(origin) == os.path.join(_CHECKOUT_ROOT, name, "__init__.py")
+
+
+def _checkout_package(name: str) -> ModuleType:
+    loaded = sys.modules.get(name)
+    if _is_ours(loaded, name):
+        return loaded  # type: ignore[return-value]
+    alias = _ALIAS_PREFIX + name
+    with _lock:
+        if alias in sys.modules:
+            return sys.modules[alias]
+        if loaded is None and _resolves_to_ours(name):
+            return importlib.import_module(name)
+        folder = os.path.join(_CHECKOUT_ROOT, name)
+        # under the private name, so its relative imports resolve to its own modules
+        spec = importlib.util.spec_from_file_location(
+            alias, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"torch-onnx-compat: the {name!r} route package is missing from {folder}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[alias] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[alias]
+            raise
+        return module
+
+
+def _resolves_to_ours(name: str) -> bool:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and spec.origin is not None and (
+        os.path.abspath(spec.origin) == os.path.join(_CHECKOUT_ROOT, name, "__init__.py"))

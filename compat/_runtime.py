@@ -1,0 +1,36 @@
+"""The shim's runtime needs (the ``runtime`` extra): a clear error when they are missing."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from .errors import RuntimeExtraMissing
+
+#: what an export needs; onnxruntime is only needed by parity checks, which import it themselves
+RUNTIME_MODULES = ("torch", "onnx", "onnxscript")
+EXTRA_HINT = (
+    "install the runtime extra: pip install 'torch-onnx-compat[runtime]' "
+    "(from a clone: pip install -e '.[runtime]'; install torch's CPU build first, as torch's own "
+    "instructions say, to avoid the CUDA download)"
+)
+
+_checked = False
+
+
+def _installed(name: str) -> bool:
+    # find_spec, not import: the exporters' heavy modules load only when a route needs them
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_runtime(feature: str) -> None:
+    """Raise RuntimeExtraMissing naming ``feature`` and the missing modules, before any work."""
+    global _checked
+    if _checked:
+        return
+    missing = [name for name in RUNTIME_MODULES if not _installed(name)]
+    if missing:
+        raise RuntimeExtraMissing(f"{feature} needs {', '.join(missing)}, not installed: {EXTRA_HINT}")
+    _checked = True

@@ -1,0 +1,85 @@
+"""The down-conversion pass: every default-domain node of the main graph, its subgraphs and the
+model's functions, rewritten to the target opset by its adapter or relabelled."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+
+from . import registry, schemas
+from .base import NoForm, Rewrite
+
+ONNX_DOMAINS = ("", "ai.onnx")
+
+
+class Unreachable(Exception):
+    """Some nodes have no form at the target; ``gaps`` says which and why."""
+
+    def __init__(self, gaps: list[NoForm]) -> None:
+        super().__init__("; ".join(str(g) for g in gaps))
+        self.gaps = gaps
+
+
+def onnx_opset(imports: dict[str, int]) -> int | None:
+    return imports.get("", imports.get("ai.onnx"))
+
+
+def convert_in_place(model: ir.Model, target: int) -> Counter[str]:
+    """Bring ``model`` to opset ``target`` in place; returns counts of ``rewritten`` and
+    ``relabelled`` nodes. Raises ``Unreachable`` (the model is then half-converted: work on a copy)."""
+    stats: Counter[str] = Counter()
+    gaps: dict[tuple[str, str], NoForm] = {}
+    for graph_like in (model.graph, *model.functions.values()):
+        source = onnx_opset(graph_like.opset_imports)
+        if source is None or source <= target:
+            continue
+        for node in list(graph_like.all_nodes()):
+            _visit(node, source, target, stats, gaps)
+    if gaps:
+        raise Unreachable(list(gaps.values()))
+    for graph_like in (model.graph, *model.functions.values()):
+        imports = graph_like.opset_imports
+        if onnx_opset(imports) is not None:
+            imports.pop("ai.onnx", None)
+            imports[""] = target
+        for node in graph_like.all_nodes():
+            if node.domain in ONNX_DOMAINS:
+                node.version = None
+    common_passes.RemoveUnusedNodesPass()(model)
+    common_passes.NameFixPass()(model)
+    return stats
+
+
+def _visit(node: ir.Node, source: int, target: int, stats: Counter[str],
+           gaps: dict[tuple[str, str], NoForm]) -> None:
+    if node.domain not in ONNX_DOMAINS or node.version == target:
+        return
+    op = node.op_type
+    old, new = schemas.schema(op, target), schemas.schema(op, source)
+    if new is None or (old is not None and old.since_version == new.since_version):
+        return
+    try:
+        adapter = registry.adapters().get(op)
+        if adapter is None:
+            if not schemas.type_only(op, source, target):
+                raise NoForm(op, target, schemas.lowest_relabel(op, source, target), "no down-conversion adapter")
+            schemas.check_types(node, source, target)
+            stats["relabelled"] += 1
+            return
+        rw = Rewrite(node, target)
+        outs = adapter(rw)
+        for made in rw.nodes:  # nodes written in the target form: their types must fit it too
+            if made.version == target:
+                schemas.check_types(made, source, target)
+    except NoForm as gap:
+        gaps.setdefault((op, gap.why), gap)
+        return
+    for made in rw.nodes:
+        made.metadata_props.update(node.metadata_props)  # keeps e.g. the torch source location
+    ir.convenience.replace_nodes_and_values(
+        node.graph, node, [node], rw.nodes, list(node.outputs), list(outs))
+    stats["rewritten"] += 1
+    for made in rw.nodes:
+        _visit(made, source, target, stats, gaps)

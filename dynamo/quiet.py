@@ -1,0 +1,87 @@
+"""Which model line stopped torch.export, and what to do about it.
+
+``describe_block`` digs the model source line that blocked capture out of torch's exception
+(the user frame torch names, else the innermost model frame of a traceback) and adds the fix.
+What torch printed meanwhile is kept off the terminal by ``compat.captured_output.Capture``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+
+_TORCH_DIR = ""
+#: torch's "The following call raised this error:" stack and its graph-comment form
+_USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]+\n\s+(?P<code>[^\n]+)')
+_GRAPH_FRAME = re.compile(r"# File: (?P<file>[^\n]+?):(?P<line>\d+) in [^,\n]+, code: (?P<code>[^\n]+)")
+
+#: what to do about each blocking class
+FIXES = {
+    "data-dependent control flow": "rewrite the branch with torch.cond, or state what it relies on "
+                                   "with torch._check(...) before it",
+    "dynamic shape constraints violated": "mark only the axes the model really keeps dynamic",
+}
+
+
+def _torch_dir() -> str:
+    global _TORCH_DIR
+    if not _TORCH_DIR:
+        import torch
+
+        _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    return _TORCH_DIR
+
+
+def _is_model_source(filename: str) -> bool:
+    """A file of the model (the user's, or a library's modeling code), not of torch, the exporter
+    or this project."""
+    from compat.notices import is_own_file
+
+    if filename.startswith("<") or not filename.endswith(".py"):
+        return False
+    path = os.path.abspath(filename)
+    stdlib = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+    if path.startswith(_torch_dir()) or is_own_file(path):
+        return False
+    if path.startswith(stdlib) and "site-packages" not in path:
+        return False
+    return not any(f"{os.sep}{pkg}{os.sep}" in path for pkg in ("onnxscript", "onnx", "onnx_ir"))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    while exc is not None and exc not in out:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return out
+
+
+def blocking_line(exc: BaseException) -> tuple[str, int, str] | None:
+    """(file, line, source) of the model line where capture stopped, from torch's exception: the
+    user frame torch names in its message, else the innermost model frame of a traceback."""
+    chain = _chain(exc)
+    for err in reversed(chain):
+        for pattern in (_USER_FRAME, _GRAPH_FRAME):
+            found = [m for m in pattern.finditer(str(err)) if _is_model_source(m["file"])]
+            if found:
+                m = found[-1]
+                return m["file"], int(m["line"]), m["code"].strip()
+    for err in reversed(chain):
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if _is_model_source(f.filename)]
+        if frames:
+            f = frames[-1]
+            return f.filename, f.lineno or 0, (f.line or "").strip()
+    return None
+
+
+def describe_block(reason: str, exc: BaseException) -> str | None:
+    """Where capture stopped and what to do: ``c.py:7 `if x.mean() > 0` (fix ...)``; None when
+    torch's exception names no model line."""
+    where = blocking_line(exc)
+    if where is None:
+        return None
+    filename, line, code = where
+    text = f"{os.path.basename(filename)}:{line}" + (f" `{code}`" if code else "")
+    fix = FIXES.get(reason)
+    return f"{text} ({fix})" if fix else text
