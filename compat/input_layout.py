@@ -46,7 +46,9 @@ def input_layout(req: ExportRequest) -> InputLayout:
     """Leaves of ``req``'s call in forward() signature order (the legacy graph-input order)."""
     from torch.utils import _pytree
 
-    from dynamo import dynamic_shapes as ds
+    from ._routes import route_module
+
+    ds = route_module("dynamo.dynamic_shapes")
 
     args, kwargs = ds.split_trailing_kwargs(tuple(req.args), req.kwargs)
     try:

@@ -1,36 +1,125 @@
 """The JSONL ledger: one record per export call, appended atomically.
 
-Each record is written with a single ``write`` on a file opened with O_APPEND, under an
-advisory lock where the platform has one, so concurrent processes never interleave lines.
+Each record is written with a single ``os.write`` of the whole line on a file opened with
+O_APPEND, under an advisory lock where the platform has one, so concurrent processes never
+interleave lines. A short write (disk full) is cut back off the file, and a line torn by an
+earlier crash is ended before the next record, so a record is never glued onto another. A
+ledger that cannot be written warns (``LedgerWarning``): it never masks the export's own
+result or error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .errors import CompatValueError
+
 FIELDS = (
     "call_site", "route_requested", "route_taken", "fallback_reason", "translations",
-    "warnings", "output", "duration_s", "torch_version", "model", "status", "error",
+    "warnings", "output", "duration_s", "torch_version", "model", "status", "error", "notes",
+    "opset_written", "attempt_logs", "tracer_warnings",
 )
+ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"  # same name as compat.config.ENV_LEDGER
 
 
-def append(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
-    """Append one record as a JSON line."""
-    line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()
-    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+class LedgerWarning(RuntimeWarning):
+    """A ledger record could not be written; the export itself went on."""
+
+
+def check_path(path: str | os.PathLike[str]) -> str:
+    """Validate a ledger path before any export work; returns it absolute.
+
+    Raises ``CompatValueError`` naming ``TORCH_ONNX_COMPAT_LEDGER`` when the path is a folder,
+    a FIFO or socket, or lies in a folder that does not exist (a device such as ``/dev/null``
+    is accepted)."""
+    text = os.fsdecode(os.fspath(path))
+    if not text.strip():
+        raise CompatValueError(f"{ENV_LEDGER} (the ledger path) must not be empty")
+    full = os.path.abspath(text)
+    folder = os.path.dirname(full)
+    if not os.path.isdir(folder):
+        raise CompatValueError(
+            f"{ENV_LEDGER}: the ledger path {full!r} is in a folder that does not exist"
+        )
     try:
-        try:
-            import fcntl
+        st = os.stat(full)
+    except FileNotFoundError:
+        return full
+    except OSError as exc:
+        raise CompatValueError(f"{ENV_LEDGER}: the ledger path {full!r} is unusable ({exc})") from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise CompatValueError(f"{ENV_LEDGER}: the ledger path {full!r} is a folder, not a file")
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)):
+        raise CompatValueError(f"{ENV_LEDGER}: the ledger path {full!r} is not a regular file")
+    return full
 
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - non-POSIX
-            pass
-        os.write(fd, line)
+
+def append(path: str | os.PathLike[str], record: dict[str, Any]) -> bool:
+    """Append one record as a JSON line; on failure warn ``LedgerWarning`` and return False."""
+    try:
+        _append(os.fspath(path), (json.dumps(record, sort_keys=True, default=str) + "\n").encode())
+    except (OSError, ValueError, TypeError) as exc:
+        _warn(f"the export ledger {os.fsdecode(os.fspath(path))!r} was not written "
+              f"({type(exc).__name__}: {exc}); the export itself is unaffected")
+        return False
+    return True
+
+
+def _append(path: str | bytes, line: bytes) -> None:
+    # O_NONBLOCK: a FIFO put at the ledger path after check_path must not hang the export
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o644)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISCHR(mode):  # /dev/null and friends
+            os.write(fd, line)
+            return
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{path!r} is not a regular file")
+        with _locked(fd):
+            size = os.fstat(fd).st_size
+            if size and _last_byte(fd, size) != b"\n":
+                line = b"\n" + line  # end a line torn by a crash or a full disk
+            written = os.write(fd, line)
+            if written != len(line):
+                # a partial line would glue the next record onto it: take it back off
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise OSError(f"short write: {written} of {len(line)} bytes (disk full?)")
     finally:
         os.close(fd)
+
+
+def _last_byte(fd: int, size: int) -> bytes:
+    if hasattr(os, "pread"):
+        return os.pread(fd, 1, size - 1)
+    os.lseek(fd, size - 1, os.SEEK_SET)  # pragma: no cover - Windows (O_APPEND still appends)
+    return os.read(fd, 1)
+
+
+@contextlib.contextmanager
+def _locked(fd: int) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - non-POSIX
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _warn(message: str) -> None:
+    from . import notices
+
+    notices.emit(LedgerWarning(message), notices.find_call_site())
 
 
 def read(paths: Iterable[str | os.PathLike[str]]) -> Iterator[dict[str, Any]]:

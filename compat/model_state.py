@@ -1,20 +1,102 @@
-"""Snapshot and restore what an export may change on the user's model."""
+"""Snapshot and restore what an export may change on the user's model.
+
+Two layers, so that the common case stays cheap:
+
+* ``preserved`` (around all routes): every submodule's training flag; which tensors are the
+  module's parameters and buffers (a forward that reassigns ``self.buf`` or ``weight.data`` gets
+  the original objects and storage back); buffer values when a train-mode forward may run.
+  Cost: a few attribute reads per tensor, plus a copy of the buffers in train mode.
+* ``route_guard`` (around one route that runs the model's real forward: the TorchScript route,
+  or ``verify=True``): a copy of every parameter and buffer, put back where the forward changed
+  it (in-place updates in eval mode, writes through ``.data``). The torch.export route traces
+  with fake tensors and never writes to the model, so it does not pay for the copy.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass
+class _TensorState:
+    tensor: Any
+    layout: tuple[Any, ...]  # storage pointer, offset, shape, stride, dtype
+    storage: Any  # a detached alias: keeps the original storage for a ``.data =`` reassignment
+    copy: Any = None
+
+
+def _layout(t: Any) -> tuple[Any, ...]:
+    try:
+        return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+    except (RuntimeError, NotImplementedError, ValueError):  # sparse, uninitialized (lazy) tensors
+        return (id(t),)
+
+
+class _Snapshot:
+    """Which tensors a module tree holds, their storage, and (optionally) copies of values."""
+
+    def __init__(self, model: Any, copy_params: bool, copy_buffers: bool) -> None:
+        import torch
+
+        self.modules = list(model.modules())
+        self.slots = [
+            (m, dict(m._parameters), dict(m._buffers), set(m._non_persistent_buffers_set))
+            for m in self.modules if not isinstance(m, torch.jit.ScriptModule)
+        ]
+        seen: dict[int, _TensorState] = {}
+        for tensors, copy in ((model.parameters(), copy_params), (model.buffers(), copy_buffers)):
+            for t in tensors:
+                if id(t) in seen:
+                    continue
+                try:
+                    saved = t.detach().clone() if copy else None
+                except (RuntimeError, NotImplementedError, ValueError):  # e.g. lazy parameters
+                    saved = None
+                seen[id(t)] = _TensorState(t, _layout(t), t.detach(), saved)
+        self.tensors = list(seen.values())
+
+    def restore(self) -> None:
+        import torch
+
+        for m, params, buffers, non_persistent in self.slots:
+            if _changed(m._parameters, params) or _changed(m._buffers, buffers):
+                m._parameters.clear()
+                m._parameters.update(params)
+                m._buffers.clear()
+                m._buffers.update(buffers)
+                for name in (*params, *buffers):
+                    m.__dict__.pop(name, None)  # a plain attribute shadowing a restored one
+            if m._non_persistent_buffers_set != non_persistent:
+                m._non_persistent_buffers_set.clear()
+                m._non_persistent_buffers_set.update(non_persistent)
+        with torch.no_grad():
+            for s in self.tensors:
+                t = s.tensor
+                if _layout(t) != s.layout:
+                    with contextlib.suppress(RuntimeError):
+                        t.data = s.storage
+                if s.copy is None:
+                    continue
+                # unconditionally: a write through ``.data`` or numpy does not move the version
+                # counter, and a copy costs about what a comparison would. Through ``.data`` so
+                # the restore does not move it either (an autograd graph the caller holds stays
+                # valid).
+                with contextlib.suppress(RuntimeError, NotImplementedError):
+                    t.data.copy_(s.copy)
+
+
+def _changed(live: dict[str, Any], saved: dict[str, Any]) -> bool:
+    return live.keys() != saved.keys() or any(live[k] is not v for k, v in saved.items())
 
 
 @contextlib.contextmanager
 def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
-    """Restore every submodule's training flag and every buffer's value, whatever happens.
-
-    Buffers are copied (BatchNorm running statistics move on a train-mode forward) unless no
-    forward can run in train mode: the whole model is in eval mode and ``will_train`` is False.
-    Parameters are not copied, since no route writes to them.
-    """
+    """Restore every submodule's training flag, the identity and storage of every parameter and
+    buffer, and buffer values when a forward may run in train mode (the whole model is not in
+    eval mode, or ``will_train``), whatever happens."""
     import torch
 
     if not isinstance(model, torch.nn.Module):
@@ -22,17 +104,36 @@ def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
         return
     modules = list(model.modules())
     flags = [m.training for m in modules]
-    may_change = will_train or any(flags)
-    buffers = [(b, b._version, b.detach().clone()) for b in model.buffers()] if may_change else []
+    snapshot = _Snapshot(model, copy_params=False, copy_buffers=will_train or any(flags))
     try:
         yield
     finally:
         for m, flag in zip(modules, flags):
             m.training = flag
-        with torch.no_grad():
-            for live, version, saved in buffers:
-                if live._version != version and live.shape == saved.shape:
-                    live.copy_(saved)
+        snapshot.restore()
+
+
+@contextlib.contextmanager
+def values_preserved(model: Any) -> Iterator[None]:
+    """Copy every parameter and buffer, and put back whatever the block changed."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        yield
+        return
+    snapshot = _Snapshot(model, copy_params=True, copy_buffers=True)
+    try:
+        yield
+    finally:
+        snapshot.restore()
+
+
+def route_guard(model: Any, route: str, verify: bool = False) -> contextlib.AbstractContextManager[None]:
+    """What one route needs restored: ``values_preserved`` when it runs the model's real
+    forward (the TorchScript route traces it; ``verify`` runs it eagerly), else nothing."""
+    if route == "legacy" or verify:
+        return values_preserved(model)
+    return contextlib.nullcontext()
 
 
 @contextlib.contextmanager

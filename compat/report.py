@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from . import commands
+
 REMEMBERED = "remembered fallback: "
 LEGACY_ONLY = "routed to the TorchScript exporter"
 
@@ -71,6 +73,10 @@ def read_ledgers(paths: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, 
     return records, skipped, junk
 
 
+#: `` at c.py:7 `if ...` (fix ...)`` that attempt_logs.reason appends to a reason class
+_BLOCKING_LINE = re.compile(r" at [^ ]+\.py:\d+.*$")
+
+
 def reason_classes(record: dict[str, Any]) -> list[str]:
     """The reason classes of a record's fallback (``dynamo: X`` → ``X``)."""
     reason = record.get("fallback_reason") or ""
@@ -85,6 +91,7 @@ def reason_classes(record: dict[str, Any]) -> list[str]:
     for part in reason.split("; "):
         route, sep, rest = part.partition(": ")
         cls = rest if sep and route in ("dynamo", "legacy") else part
+        cls = _BLOCKING_LINE.sub("", cls)  # group by class; the blocking line is per call site
         if route == "legacy" and sep:
             continue  # the legacy route's own failure is not why the call is on it
         if cls and cls not in classes:
@@ -220,7 +227,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             lines.append(f"- `{f['call_site']}` (`{f['model']}`): **{f['verdict']}**")
             lines += [f"  - {_cell(d, 300)}" for d in f["differences"][:5]]
     else:
-        lines.append("No call was compared (run with `python -m compat run --compare`).")
+        lines.append(f"No call was compared (run with `{commands.RUN} --compare`).")
     if report["failures"]:
         lines += ["", "### Failed exports", ""]
         lines += [f"- `{f['call_site']}` (`{f['model']}`): {_cell(f['error'] or '', 300)}" for f in report["failures"]]
@@ -250,7 +257,7 @@ def _sites(sites: list[str], limit: int = 5) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m compat report",
+    p = argparse.ArgumentParser(prog=commands.REPORT,
                                 description="Merge export ledgers into a migration report.")
     p.add_argument("ledgers", nargs="+", metavar="LEDGER", help="JSONL ledgers (e.g. one per CI shard)")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
@@ -262,13 +269,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         records, skipped, junk = read_ledgers(ns.ledgers)
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"python -m compat report: cannot read ledger: {exc}", file=sys.stderr)
+        print(f"{commands.REPORT}: cannot read ledger: {exc}", file=sys.stderr)
         return 2
     for path, n in skipped.items():
-        print(f"python -m compat report: warning: {path}: skipped {n} invalid line(s) or "
+        print(f"{commands.REPORT}: warning: {path}: skipped {n} invalid line(s) or "
               "record(s)", file=sys.stderr)
     if junk:
-        print(f"python -m compat report: no valid record in {', '.join(junk)}", file=sys.stderr)
+        print(f"{commands.REPORT}: no valid record in {', '.join(junk)}", file=sys.stderr)
         return 2
     report = build(records, ns.ledgers)
     text = json.dumps(report, indent=2, sort_keys=True) + "\n" if ns.format == "json" else to_markdown(report)

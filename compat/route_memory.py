@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -159,7 +160,7 @@ def lookup(req: ExportRequest) -> str | None:
     if path is None:
         return None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_entry(path)
     except (FileNotFoundError, NotADirectoryError):  # nothing remembered (remember() warns)
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -177,6 +178,28 @@ def lookup(req: ExportRequest) -> str | None:
     if any(entry.get(k) != v for k, v in versions().items()):
         return None
     return reason
+
+
+#: an entry is a few hundred bytes; anything much larger is not one of ours
+_MAX_ENTRY_BYTES = 1 << 20
+
+
+def _read_entry(path: Path) -> str:
+    """The text of a cache entry. Opened non-blocking and checked to be a regular file first: a
+    FIFO, socket or device left in the cache folder must not hang (or feed) every export."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"not a regular file (mode {stat.filemode(st.st_mode)})")
+        if st.st_size > _MAX_ENTRY_BYTES:
+            raise OSError(f"{st.st_size} bytes, too large for an entry")
+        chunks = []
+        while chunk := os.read(fd, _MAX_ENTRY_BYTES):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
 
 
 def remember(req: ExportRequest, reason: str) -> None:

@@ -12,7 +12,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import CompatFileNotFoundError, CompatTypeError, CompatValueError
+from .errors import (
+    CompatFileNotFoundError,
+    CompatPermissionError,
+    CompatTypeError,
+    CompatValueError,
+)
 from .request import OPERATOR_EXPORT_TYPES, ROUTES, TRAINING_MODES, ExportRequest, Usage
 
 # Positional layouts after (model, args, f); see shared/LEGACY_PATTERNS.md.
@@ -164,19 +169,24 @@ def _build(
     args_t, kwargs = _split_args(args, opts.pop("kwargs", None))
     fields["input_names"] = _names("input_names", opts.pop("input_names", None))
     fields["output_names"] = _names("output_names", opts.pop("output_names", None))
-    opset = opts.pop("opset_version", None)
-    if opset is not None and (isinstance(opset, bool) or not isinstance(opset, int) or opset < 1):
-        raise CompatValueError(f"opset_version must be a positive int, got {opset!r}")
-    fields["opset_version"] = opset
+    fields["opset_version"] = _opset_version(opts.pop("opset_version", None))
     fields["dynamic_axes"] = _dynamic_axes(opts.pop("dynamic_axes", None), args_t, fields["input_names"],
                                            fields["output_names"])
     fields["custom_opsets"] = _custom_opsets(opts.pop("custom_opsets", None))
-    _check_f(f)
+    if "dynamic_shapes" in opts:
+        _check_dynamic_shapes(opts["dynamic_shapes"], model, args_t, kwargs)
+    if "custom_translation_table" in opts:
+        _check_translation_table(opts["custom_translation_table"])
+    if "export_modules_as_functions" in opts:
+        _check_modules_as_functions(opts["export_modules_as_functions"])
+    _check_f(f, opts.get("external_data"))
     fields.update(opts)
-    return ExportRequest(
+    req = ExportRequest(
         model=model, args=args_t, kwargs=kwargs, f=f, route=route, call_site=call_site,
         given=frozenset(given), usages=tuple(usages), **fields,
     )
+    _check_exported_program(req)
+    return req
 
 
 def _is_legacy_usage(name: str, value: Any) -> bool:
@@ -330,13 +340,263 @@ def _custom_opsets(value: Any) -> dict[str, int] | None:
     for dom, ver in value.items():
         if not isinstance(dom, str) or isinstance(ver, bool) or not isinstance(ver, int):
             raise CompatTypeError(f"custom_opsets must map str domains to int versions, got {dom!r}: {ver!r}")
+        if ver < 0:
+            raise CompatValueError(f"custom_opsets[{dom!r}]: the version must not be negative, got {ver}")
     return dict(value)
 
 
-def _check_f(f: Any) -> None:
+def _opset_version(value: Any) -> int | None:
+    """An int between 1 and the highest opset the installed torch knows."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        hint = f" (did you mean {value.strip()}?)" if isinstance(value, str) and value.strip().isdigit() else ""
+        raise CompatTypeError(f"opset_version must be an int, got {type(value).__name__} {value!r}{hint}")
+    from .torch_caps import max_opset
+
+    highest = max_opset()
+    if not 1 <= value <= highest:
+        raise CompatValueError(
+            f"opset_version must be between 1 and {highest} (the highest opset torch "
+            f"{_torch_version()} supports), got {value}"
+        )
+    return value
+
+
+def _torch_version() -> str:
+    from .torch_caps import torch_version_str
+
+    return torch_version_str()
+
+
+def _check_translation_table(value: Any) -> None:
+    """``{torch op or callable: onnxscript function or a list of them}``."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise CompatTypeError(
+            f"custom_translation_table must be a dict {{torch op: ONNX function}}, got {type(value).__name__}"
+        )
+    for op, fn in value.items():
+        if not callable(op):
+            raise CompatTypeError(
+                f"custom_translation_table: key {op!r} is not a torch operator (e.g. torch.ops.aten.add.Tensor)"
+            )
+        fns = list(fn) if isinstance(fn, (list, tuple)) else [fn]
+        if not fns or not all(callable(x) for x in fns):
+            raise CompatTypeError(
+                f"custom_translation_table[{op!r}] must be an ONNX function or a non-empty list of "
+                f"them, got {fn!r}"
+            )
+
+
+def _check_modules_as_functions(value: Any) -> None:
+    """``export_modules_as_functions``: a bool, or a collection of ``nn.Module`` subclasses."""
+    import torch
+
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (str, bytes)) or not isinstance(value, (set, frozenset, list, tuple)):
+        raise CompatTypeError(
+            "export_modules_as_functions must be a bool or a set of nn.Module classes, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    for cls in value:
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+            raise CompatTypeError(
+                f"export_modules_as_functions: {cls!r} is not an nn.Module class"
+            )
+
+
+# --- dynamic_shapes -----------------------------------------------------------------------------
+
+def _check_dynamic_shapes(value: Any, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> None:
+    """The spec's shape follows the call's inputs, axes are in range and every dim is a Dim, a
+    Dim hint, a str name, an int (static) or None; raised before any export, since a malformed
+    spec would otherwise make the auto route fall back to a silently static model."""
+    if value is None:
+        return
+    if not isinstance(value, (Mapping, list, tuple)):
+        raise CompatTypeError(
+            "dynamic_shapes must be a dict keyed by forward() parameter names, or a tuple/list in "
+            f"argument order, got {type(value).__name__}"
+        )
+    import torch
+
+    if isinstance(model, torch.export.ExportedProgram):
+        return  # refused whole by _check_exported_program
+    params = _bound_params(model, args, kwargs)
+    if isinstance(value, Mapping):
+        for k in value:
+            if not isinstance(k, str):
+                raise CompatTypeError(
+                    f"dynamic_shapes keys must be forward() parameter names (str), got {k!r}"
+                )
+        if params is None:
+            return
+        by_name = {p.name: p.value for p in params}
+        unknown = [k for k in value if k not in by_name]
+        if unknown:
+            raise CompatValueError(
+                f"dynamic_shapes names {unknown[0]!r}, which is not an input of this call "
+                f"(inputs: {', '.join(by_name) or 'none'})"
+            )
+        pairs = [(by_name[k], spec, f"dynamic_shapes[{k!r}]") for k, spec in value.items()]
+    else:
+        if params is None:
+            return
+        values = [p.value for p in params]
+        if len(value) != len(values):
+            raise CompatValueError(
+                f"dynamic_shapes has {len(value)} entries for a call with {len(values)} inputs"
+            )
+        pairs = [(v, spec, f"dynamic_shapes[{i}]") for i, (v, spec) in enumerate(zip(values, value))]
+    for v, spec, where in pairs:
+        _check_spec(v, spec, where)
+
+
+def _bound_params(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> list[Any] | None:
+    """forward()'s parameters bound to the call, or None when they cannot be known here."""
+    try:
+        from ._routes import route_module
+
+        ds = route_module("dynamo.dynamic_shapes")
+        args2, kw = ds.split_trailing_kwargs(tuple(args), kwargs)
+        return ds.signature_order(model, args2, kw)
+    except Exception:  # noqa: BLE001 - an unbindable call fails in the route with torch's words
+        return None
+
+
+def _check_spec(value: Any, spec: Any, where: str) -> None:
+    import torch
+
+    if spec is None:
+        return
+    if isinstance(value, torch.Tensor):
+        rank = value.dim()
+        if isinstance(spec, Mapping):
+            for axis, dim in spec.items():
+                if isinstance(axis, bool) or not isinstance(axis, int):
+                    raise CompatTypeError(f"{where}: axis {axis!r} is not an int")
+                if not -rank <= axis < rank:
+                    raise CompatValueError(f"{where}: axis {axis} is out of range for a tensor of rank {rank}")
+                _check_dim(dim, int(value.shape[axis]), f"{where}[{axis}]")
+        elif isinstance(spec, (list, tuple)):
+            if len(spec) != rank:
+                raise CompatValueError(
+                    f"{where} has {len(spec)} dims for a tensor of rank {rank} (one entry per axis)"
+                )
+            for axis, dim in enumerate(spec):
+                _check_dim(dim, int(value.shape[axis]), f"{where}[{axis}]")
+        else:
+            raise CompatTypeError(
+                f"{where} must be a dict {{axis: Dim}} or a list of one Dim per axis for a tensor input, "
+                f"got {type(spec).__name__} {spec!r}"
+            )
+    elif isinstance(value, (list, tuple)):
+        if not isinstance(spec, (list, tuple)) or len(spec) != len(value):
+            raise CompatValueError(
+                f"{where} must be a list/tuple of {len(value)} specs, like the input, got {spec!r}"
+            )
+        for i, (v, s) in enumerate(zip(value, spec)):
+            _check_spec(v, s, f"{where}[{i}]")
+    elif isinstance(value, Mapping):
+        if not isinstance(spec, Mapping):
+            raise CompatValueError(f"{where} must be a dict of specs, like the input, got {spec!r}")
+        unknown = [k for k in spec if k not in value]
+        if unknown:
+            raise CompatValueError(f"{where} names {unknown[0]!r}, which is not a key of the input")
+        for k, s in spec.items():
+            _check_spec(value[k], s, f"{where}[{k!r}]")
+    elif isinstance(value, (bool, int, float, str)) and not _is_dim(spec):
+        raise CompatTypeError(f"{where}: a {type(value).__name__} input takes None or a Dim, got {spec!r}")
+
+
+def _is_dim(dim: Any) -> bool:
+    from torch.export import dynamic_shapes as tds
+
+    kinds = tuple(k for k in (getattr(tds, "Dim", None), getattr(tds, "_Dim", None),
+                              getattr(tds, "_DerivedDim", None), getattr(tds, "_DimHint", None))
+                  if isinstance(k, type))
+    return isinstance(dim, kinds)
+
+
+def _check_dim(dim: Any, size: int, where: str) -> None:
+    if dim is None or _is_dim(dim):
+        return
+    if isinstance(dim, str):
+        if not dim:
+            raise CompatValueError(f"{where}: a dim name must not be empty")
+        return
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        if dim != size:
+            raise CompatValueError(f"{where}: static size {dim} differs from the example input's {size}")
+        return
+    raise CompatTypeError(
+        f"{where} must be a torch.export.Dim, Dim.AUTO/DYNAMIC/STATIC, a str name, an int or None, "
+        f"got {type(dim).__name__} {dim!r}"
+    )
+
+
+# --- ExportedProgram ----------------------------------------------------------------------------
+
+def _check_exported_program(req: ExportRequest) -> None:
+    """An ExportedProgram is exported as captured, on the torch.export route only."""
+    import torch
+
+    if not isinstance(req.model, torch.export.ExportedProgram):
+        return
+    if req.route == "legacy" or req.dynamo is False:
+        option = "route='legacy'" if req.route == "legacy" else "dynamo=False"
+        raise CompatValueError(
+            f"{option}: an ExportedProgram can only be exported on the torch.export route "
+            "(pass the nn.Module to use the TorchScript exporter)"
+        )
+    if req.dynamic_shapes is not None:
+        raise CompatValueError(
+            "dynamic_shapes cannot change an ExportedProgram's shapes: pass them to "
+            "torch.export.export when capturing it, or pass the nn.Module"
+        )
+    from ._routes import route_module
+
+    reasons = route_module("dynamo").legacy_only_reasons(req)
+    if reasons:
+        raise CompatValueError(
+            "an ExportedProgram is exported on the torch.export route, which cannot honour: "
+            + "; ".join(r for _, r in reasons)
+        )
+    if req.args or req.kwargs:
+        _check_program_inputs(req.model, req.args, req.kwargs)
+
+
+def _check_program_inputs(program: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> None:
+    """Inputs given with an ExportedProgram must be the ones it was captured with (torch ignores
+    them: a caller passing other shapes would get a model of the captured ones)."""
+    example = getattr(program, "example_inputs", None)
+    if example is None:
+        return
+    ex_args, ex_kwargs = example
+    given = flat_tensors((args, kwargs or {}))
+    captured = flat_tensors((ex_args, ex_kwargs or {}))
+    sig = [(tuple(t.shape), t.dtype) for t in given]
+    want = [(tuple(t.shape), t.dtype) for t in captured]
+    if sig != want:
+        raise CompatValueError(
+            "args: an ExportedProgram is exported as captured, and these inputs differ from the "
+            f"ones it was captured with ({_describe(sig)} vs {_describe(want)}); pass no args, or "
+            "capture it again (with dynamic_shapes for other sizes)"
+        )
+
+
+def _describe(sig: list[tuple[tuple[int, ...], Any]]) -> str:
+    return ", ".join(f"{str(d).replace('torch.', '')}{list(s)}" for s, d in sig) or "no tensors"
+
+
+def _check_f(f: Any, external_data: Any = None) -> None:
     if f is None:
         return
     if isinstance(f, io.IOBase) or (hasattr(f, "write") and hasattr(f, "seek")):
+        _check_file_object(f)
         return
     if not isinstance(f, (str, os.PathLike)):
         raise CompatTypeError(f"f must be a path, os.PathLike or io.BytesIO, got {type(f).__name__}")
@@ -350,3 +610,51 @@ def _check_f(f: Any) -> None:
         raise CompatFileNotFoundError(f"f: the output folder {folder!r} does not exist")
     if os.path.isdir(path):
         raise CompatValueError(f"f: {path!r} is a directory, not a file path")
+    if external_data and os.path.exists(path) and not os.path.isfile(path):
+        raise CompatValueError(
+            f"f: {path!r} is not a regular file (a device or FIFO), so the external data file "
+            "cannot be written beside it; pass external_data=False or a file path"
+        )
+    _check_writable(path, bool(external_data))
+
+
+def _check_writable(path: str, external_data: bool) -> None:
+    """Refuse before any work what ``open(f, "wb")`` would refuse: an existing f this user may not
+    write, or a new f (or external data files) in a folder this user may not write. A writable f
+    in a read-only folder is fine: saving writes it in place."""
+    real = os.path.realpath(path)
+    folder = os.path.dirname(real)
+    if not os.path.isdir(folder):
+        raise CompatFileNotFoundError(f"f: {path!r} resolves to {real!r}, whose folder does not exist")
+    folder_ok = os.access(folder, os.W_OK | os.X_OK)
+    if os.path.exists(real):
+        if not os.access(real, os.W_OK):
+            raise CompatPermissionError(f"f: {real!r} is not writable by this user")
+        if external_data and not folder_ok:
+            raise CompatPermissionError(
+                f"f: the folder {folder!r} is not writable, so the external data file cannot be written"
+            )
+    elif not folder_ok:
+        raise CompatPermissionError(f"f: cannot create {real!r}: its folder is not writable by this user")
+
+
+def _check_file_object(f: Any) -> None:
+    """A file object must be open, binary and writable (torch writes bytes into it)."""
+    if isinstance(f, io.TextIOBase):
+        raise CompatTypeError(
+            f"f is a text-mode file ({type(f).__name__}); the model is bytes: open it with 'wb' "
+            "or pass an io.BytesIO"
+        )
+    if getattr(f, "closed", False):
+        raise CompatValueError("f is a closed file object")
+    writable = getattr(f, "writable", None)
+    if callable(writable):
+        try:
+            ok = writable()
+        except ValueError as exc:  # raised by some wrappers once closed
+            raise CompatValueError(f"f is not usable: {exc}") from exc
+        if not ok:
+            mode = getattr(f, "mode", None)
+            raise CompatValueError(
+                f"f is not opened for writing{f' (mode {mode!r})' if mode else ''}: open it with 'wb'"
+            )

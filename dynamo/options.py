@@ -140,12 +140,14 @@ def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
     out.args, out.kwargs = sp.args, sp.kwargs
     out.export_kwargs["dynamic_shapes"] = sp.dynamic_shapes
     names = sorted({a.name for a in sp.input_axes} | {n for axes in sp.output_axes.values() for n in axes.values()})
-    action = f"translated to dynamic_shapes (Dim.DYNAMIC per axis); dim_params named {names}"
+    action = (f"translated to dynamic_shapes (Dim.AUTO per axis; an axis the model fixes is exported "
+              f"static and noted); dim_params named {names}")
     if sp.enlarged:
         action += f"; size-1 examples tiled to {dynamic_shapes.CAPTURE_SIZE} for capture on {sp.enlarged}"
     if sp.unmatched:
         action += f"; keys naming no input/output ignored with a warning: {sp.unmatched}"
     out.record("ONX101", "dynamic_axes", action)
+    sp.on_note = functools.partial(out.record, "ONX101", "dynamic_axes")
     out.post_process.append(sp.rename)
 
 

@@ -19,7 +19,7 @@ def export(req: ExportRequest) -> Outcome:
 
     if not torch_caps.has_dynamo_exporter():
         raise RouteUnavailable(
-            "the torch.export route needs torch>=2.5 with onnxscript installed "
+            f"the torch.export route needs torch>={torch_caps.MIN_TORCH} with onnxscript installed "
             f"(installed torch {torch_caps.torch_version_str()})"
         )
 

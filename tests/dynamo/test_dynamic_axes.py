@@ -271,11 +271,14 @@ class BroadcastsAgainstTable(nn.Module):
         return x + self.table  # forces batch == 3
 
 
-def test_axis_the_model_needs_static_fails_loudly():
+def test_axis_the_model_fixes_is_exported_static_and_said_so():
+    """The TorchScript exporter only labelled it; a static axis is the faithful graph (more in
+    tests/dynamo/test_fixed_axes.py)."""
     req = ExportRequest(model=BroadcastsAgainstTable(), args=(torch.randn(3, 4),), input_names=("x",),
                         dynamic_axes={"x": {0: "batch"}}, given=frozenset({"dynamic_axes"}))
-    with pytest.raises(RouteFailed):
-        dynamo.export(req)
+    with pytest.warns(DeprecationWarning, match=r"axis x\[0\] \('batch'\) is fixed by the model at 3"):
+        outcome = dynamo.export(req)
+    assert parity.dims(outcome.program.model_proto.graph.input[0]) == [3, 4]
 
 
 def test_axis_exported_static_is_reported_not_renamed():

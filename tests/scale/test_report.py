@@ -62,6 +62,9 @@ def test_report_merges_shards(shards: tuple[Path, Path]) -> None:
     groups = {g["reason"]: g for g in fb["by_reason"]}
     assert set(groups) == {"data-dependent control flow", "option only the TorchScript exporter honours (ONX103)"}
     dd = groups["data-dependent control flow"]
+    # records name the blocking model line; the report still groups by the reason class
+    raw = [str(r.get("fallback_reason")) for r in ledger.read(shards)]
+    assert any(r.startswith("dynamo: data-dependent control flow at scale_models.py:") for r in raw)
     assert (dd["calls"], dd["remembered"], len(dd["call_sites"])) == (2, 1, 1)
     assert groups["option only the TorchScript exporter honours (ONX103)"]["calls"] == 1
     sites = {s["call_site"].rsplit(":", 1)[0]: s for s in data["legacy_call_sites"]}

@@ -1,0 +1,248 @@
+"""Saving writes to f as ``open(f, "wb")`` would (mode, symlinks, FIFOs, devices, read-only
+folders), but atomically wherever it can."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+
+import pytest
+import torch
+from rel_helpers import Tiny, check_parity, run_python
+
+import compat
+
+X = (torch.randn(2, 4),)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("route", ["legacy", pytest.param("dynamo", marks=pytest.mark.slow)])
+def test_existing_file_keeps_its_mode(tmp_path, route):
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o600)
+    model = Tiny().eval()
+    compat.export(model, X, target, route=route, input_names=["x"])
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+    check_parity(target, model, X, ["x"])
+
+
+def test_new_file_gets_the_umask_mode(tmp_path):
+    target = tmp_path / "m.onnx"
+    compat.export(Tiny().eval(), X, target, route="legacy")
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o666 & ~_umask()
+
+
+def test_external_data_files_get_the_model_files_mode(tmp_path):
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o640)
+    model = Tiny().eval()
+    compat.export(model, X, target, route="legacy", external_data=True, input_names=["x"])
+    for name in os.listdir(tmp_path):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o640, name
+    check_parity(target, model, X, ["x"])
+
+
+def test_symlink_is_followed_and_stays_a_link(tmp_path):
+    real_dir = tmp_path / "store"
+    real_dir.mkdir()
+    real = real_dir / "real.onnx"
+    real.write_bytes(b"old")
+    link = tmp_path / "m.onnx"
+    link.symlink_to(real)
+    model = Tiny().eval()
+    compat.export(model, X, link, route="legacy", input_names=["x"])
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    check_parity(real, model, X, ["x"])
+    assert sorted(os.listdir(real_dir)) == ["real.onnx"] and sorted(os.listdir(tmp_path)) == ["m.onnx", "store"]
+
+
+def test_dangling_symlink_creates_its_target(tmp_path):
+    link = tmp_path / "m.onnx"
+    link.symlink_to(tmp_path / "target.onnx")
+    model = Tiny().eval()
+    compat.export(model, X, link, route="legacy", input_names=["x"])
+    assert link.is_symlink()
+    check_parity(tmp_path / "target.onnx", model, X, ["x"])
+
+
+def test_symlinked_external_data_model_lands_beside_the_target(tmp_path):
+    real_dir = tmp_path / "store"
+    real_dir.mkdir()
+    link = tmp_path / "m.onnx"
+    link.symlink_to(real_dir / "real.onnx")
+    model = Tiny().eval()
+    compat.export(model, X, link, route="legacy", external_data=True, input_names=["x"])
+    assert sorted(os.listdir(real_dir)) == ["real.onnx", "real.onnx.data"]
+    # onnxruntime refuses data files outside the folder of the path it was given (the link's)
+    check_parity(real_dir / "real.onnx", model, X, ["x"])
+
+
+def test_dev_null_stays_a_device(tmp_path):
+    before = os.stat(os.devnull)
+    compat.export(Tiny().eval(), X, os.devnull, route="legacy")
+    after = os.stat(os.devnull)
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+    assert stat.S_IMODE(after.st_mode) == stat.S_IMODE(before.st_mode)
+    assert any("not a regular file" in n for n in compat.last_outcome().notes)
+
+
+def test_fifo_is_written_in_place(tmp_path):
+    fifo = tmp_path / "m.onnx"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    model = Tiny().eval()
+    compat.export(model, X, fifo, route="legacy", input_names=["x"])
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    check_parity(got[0], model, X, ["x"])
+
+
+def test_external_data_to_a_device_is_refused_before_work(counting):
+    with pytest.raises(compat.CompatError, match="not a regular file"):
+        compat.export(counting, X, os.devnull, external_data=True)
+    assert counting.calls == 0
+
+
+_READ_ONLY_FOLDER = """
+    import json, os, stat, torch, compat
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()).eval()
+    x = torch.randn(2, 4)
+    # warm up as the starting user: the interpreter may live where 'nobody' cannot read
+    compat.export(net, (x,), {warm!r}, route="legacy", input_names=["x"])
+    if {uid!r} is not None:
+        os.setgroups([])
+        os.setgid({gid!r})
+        os.setuid({uid!r})
+    # what open(f, "wb") refuses is refused before any work: a new file in the read-only folder,
+    # a read-only file in a writable folder
+    class Counting(torch.nn.Module):
+        calls = 0
+        def forward(self, x):
+            Counting.calls += 1
+            return x * 2
+    for f in ({new!r}, {read_only!r}):
+        try:
+            compat.export(Counting(), (x,), f)
+        except compat.CompatError as exc:
+            assert isinstance(exc, PermissionError) and "f: " in str(exc), exc
+        else:
+            raise SystemExit(f"no error for {{f}}")
+    assert Counting.calls == 0 and not os.path.exists({new!r})
+    assert open({read_only!r}, "rb").read() == b"old"
+    os.environ["TORCH_ONNX_COMPAT_LEDGER"] = {book!r}
+    compat.export(net, (x,), {target!r}, route="legacy", input_names=["x"])
+    print(json.dumps(compat.last_outcome().notes))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_writable_file_in_a_read_only_folder_is_written_in_place(tmp_path):
+    """As a non-root user (root ignores folder permissions: as root, a subprocess drops to
+    'nobody' after warming up)."""
+    user = None
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            pwd.getpwnam("nobody")
+        except KeyError:
+            pytest.skip("no 'nobody' user to drop root to")
+        user = "nobody"
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    base = Path(tempfile.mkdtemp(prefix="compat-ro-"))  # pytest's own folders are private to root
+    try:
+        os.chmod(base, 0o755)
+        folder = base / "ro"
+        folder.mkdir()
+        target = folder / "m.onnx"
+        target.write_bytes(b"old")
+        book = base / "ledger.jsonl"
+        book.write_text("")
+        uid = gid = None
+        if user is not None:
+            import pwd
+
+            pw = pwd.getpwnam(user)
+            uid, gid = pw.pw_uid, pw.pw_gid
+            for p in (folder, target, book):
+                os.chown(p, uid, gid)
+        read_only = base / "read_only.onnx"  # the user's own file, in a folder they may write
+        read_only.write_bytes(b"old")
+        os.chmod(read_only, 0o444)
+        os.chmod(base, 0o777)
+        if uid is not None:
+            os.chown(read_only, uid, gid)
+        os.chmod(target, 0o644)
+        os.chmod(folder, 0o555)
+        code = _READ_ONLY_FOLDER.format(book=str(book), target=str(target), warm=str(base / "warm.onnx"),
+                                        uid=uid, gid=gid, new=str(folder / "new.onnx"),
+                                        read_only=str(read_only))
+        proc = run_python(code, env={"TORCH_ONNX_COMPAT_CACHE_DIR": "off"})
+        _check_read_only_result(proc, folder, target, book)
+    finally:
+        os.chmod(base / "ro", 0o755)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _check_read_only_result(proc, folder, target, book) -> None:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    notes = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert any("in place" in n and "not writable" in n for n in notes), notes
+    (rec,) = [json.loads(line) for line in book.read_text().splitlines()]
+    assert rec["status"] == "ok" and rec["notes"] == notes
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()).eval()
+    check_parity(target, net, X, ["x"])
+    assert os.listdir(folder) == ["m.onnx"]
+
+
+def test_stale_temp_files_and_staging_folders_are_cleaned(tmp_path, monkeypatch):
+    """Leftovers of a killed export (a dead process, older than this one) go; those of a live
+    process, of someone else, or of files that only look similar stay."""
+    import subprocess
+    import sys
+
+    from compat import saving
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = os.getppid()
+    leftovers = {
+        f".m.onnx.compat-{dead.pid}-1234.tmp": False,
+        f".compat-export-{dead.pid}-abc123": False,
+        ".compat-export-old_style1": False,
+        f".m.onnx.compat-{live}-1234.tmp": True,   # a live process may still be writing it
+        f".compat-export-{live}-abc123": True,
+        "notes.tmp": True,                         # not ours
+        ".m.onnx.tmp": True,
+        f".m.onnx.{dead.pid}.1234.tmp": True,     # looks alike, but is not one of ours
+    }
+    for name in leftovers:
+        p = tmp_path / name
+        if "compat-export" in name:
+            p.mkdir()
+            (p / "m.onnx").write_bytes(b"partial")
+        else:
+            p.write_bytes(b"partial")
+    monkeypatch.setattr(saving, "_STARTED", saving._STARTED + 1e9)  # as if in a later process
+    model = Tiny().eval()
+    compat.export(model, X, tmp_path / "m.onnx", route="legacy", input_names=["x"])
+    check_parity(tmp_path / "m.onnx", model, X, ["x"])
+    remaining = set(os.listdir(tmp_path))
+    for name, kept in leftovers.items():
+        assert (name in remaining) == kept, name
