@@ -27,7 +27,7 @@ def folder(ledger_path: str | None) -> Path | None:
 
 def write(failures: dict[str, RouteFailed], ledger_path: str | None) -> dict[str, str]:
     """Write each failure's log; ``{route: path}`` of those written (a write error skips it)."""
-    logs = {route: log for route, exc in failures.items() if (log := getattr(exc, "log", None))}
+    logs = {route: log for route, exc in failures.items() if (log := exc.log)}
     target = folder(ledger_path) if logs else None
     if target is None:
         return {}
@@ -44,7 +44,7 @@ def write(failures: dict[str, RouteFailed], ledger_path: str | None) -> dict[str
 
 def reason(exc: RouteFailed) -> str:
     """The reason class, with the model line that blocked the route when known."""
-    where = getattr(exc, "where", None)
+    where = exc.where
     return f"{exc.reason} at {where}" if where else exc.reason
 
 

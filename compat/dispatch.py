@@ -151,7 +151,7 @@ def _lowest_opset_outcome(
                   and e.program is not None), None)
     if below is None or config.resolve_strict(req.strict, req.call_site):
         return None
-    outcome: Outcome = getattr(below, "outcome", None) or Outcome(route=below.route)
+    outcome = below.outcome if isinstance(below.outcome, Outcome) else Outcome(route=below.route)
     outcome.program = below.program
     try:
         removed_options.apply(req, outcome)

@@ -40,7 +40,11 @@ class RouteUnavailable(CompatError, RuntimeError):
 
 
 class RouteFailed(CompatError, RuntimeError):
-    """One route could not export the model. ``reason`` is a short class of the cause."""
+    """One route could not export the model. ``reason`` is a short class of the cause; ``where``
+    the model line that blocked it when known; ``log`` what torch printed while it tried."""
+
+    where: str | None = None
+    log: str | None = None
 
     def __init__(self, route: str, reason: str, cause: BaseException | None = None) -> None:
         detail = f"{type(cause).__name__}: {cause}" if cause is not None else ""
@@ -65,6 +69,7 @@ class OpsetNotReached(RouteFailed):
         self.wanted = wanted
         self.reached = reached
         self.program = program
+        self.outcome: object | None = None  # the route's Outcome, when it got that far
 
 
 class ExportFailed(CompatError, RuntimeError):

@@ -49,7 +49,7 @@ def export(req: ExportRequest) -> Outcome:
         if staging is not None:
             shutil.rmtree(os.path.dirname(staging), ignore_errors=True)
         failed = RouteFailed(ROUTE, f"TorchScript export failed ({type(exc).__name__})", exc)
-        failed.log = capture.log(exc)  # type: ignore[attr-defined]
+        failed.log = capture.log(exc)
         raise failed from exc
     capture.replay()
     # the trace baked a branch or value in at these lines

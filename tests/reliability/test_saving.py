@@ -86,10 +86,22 @@ def test_symlinked_external_data_model_lands_beside_the_target(tmp_path):
     check_parity(real_dir / "real.onnx", model, X, ["x"])
 
 
-def test_dev_null_stays_a_device(tmp_path):
-    before = os.stat(os.devnull)
-    compat.export(Tiny().eval(), X, os.devnull, route="legacy")
-    after = os.stat(os.devnull)
+@pytest.fixture
+def null_device(tmp_path) -> str:
+    """A private copy of /dev/null (same device numbers): a regression must not replace the
+    machine's own /dev/null, which every later process writes to."""
+    path = tmp_path / "null"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.stat(os.devnull).st_rdev)
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot create a device node here: {exc}")
+    return str(path)
+
+
+def test_dev_null_stays_a_device(null_device):
+    before = os.stat(null_device)
+    compat.export(Tiny().eval(), X, null_device, route="legacy")
+    after = os.stat(null_device)
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
     assert stat.S_IMODE(after.st_mode) == stat.S_IMODE(before.st_mode)
     assert any("not a regular file" in n for n in compat.last_outcome().notes)
@@ -108,9 +120,9 @@ def test_fifo_is_written_in_place(tmp_path):
     check_parity(got[0], model, X, ["x"])
 
 
-def test_external_data_to_a_device_is_refused_before_work(counting):
+def test_external_data_to_a_device_is_refused_before_work(counting, null_device):
     with pytest.raises(compat.CompatError, match="not a regular file"):
-        compat.export(counting, X, os.devnull, external_data=True)
+        compat.export(counting, X, null_device, external_data=True)
     assert counting.calls == 0
 
 
