@@ -140,6 +140,15 @@ def has_exporter_tracer() -> bool:
     return has_dynamo_exporter() and _has_attr(*SYMBOLICS_INTERNALS[0])
 
 
+@functools.cache
+def can_scope_pytree_nodes() -> bool:
+    """A pytree node registered for one export can be removed after it (``_deregister_pytree_node``,
+    which only covers the Python pytree: not when optree's C++ pytree is also in use)."""
+    from torch.utils import _pytree
+
+    return hasattr(_pytree, "_deregister_pytree_node") and not getattr(_pytree, "_cxx_pytree_exists", True)
+
+
 def dynamo_default_opset() -> int:
     """The opset ``torch.onnx.export(..., dynamo=True)`` produces when none is given."""
     try:

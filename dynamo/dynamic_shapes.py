@@ -9,16 +9,23 @@ Legacy semantics kept here:
 * a key naming nothing is warned about and ignored;
 * the ONNX graph's dims carry the user's names (one name on several axes = one ``dim_param``).
 
-Every axis becomes a ``Dim.DYNAMIC`` hint (torch infers the equalities the model needs) and the
+Every axis becomes a ``Dim.AUTO`` hint (torch infers the equalities the model needs) and the
 exported graph's symbols are renamed afterwards. Example sizes of 1 on a dynamic axis are tiled to
 2 before capture, because torch.export specialises 0/1 sizes and would silently bake them in.
+
+An axis the model itself fixes (channels a convolution's weights fix, image sizes a position table
+fixes) was only labelled symbolic by the TorchScript exporter; torch's own ``Dim.DYNAMIC`` (AUTO plus
+an error when tracing infers a constant) makes the whole export fail. Here it is exported static at
+the size the model fixes, and said so (``ShapePlan.notes``, a ``LegacyExportWarning``). Every other
+marked axis must come out symbolic: one that torch.export kept dynamic but the ONNX graph has static
+still fails the route.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,9 +74,28 @@ class ShapePlan:
     unmatched: list[str] = field(default_factory=list)
     enlarged: list[str] = field(default_factory=list)
     leaf_names: list[str] = field(default_factory=list)
+    #: ``(leaf, axis) -> size`` of marked axes the model fixes (found after capture): exported static
+    fixed: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: one line per fixed axis, for the ledger's translations
+    notes: list[str] = field(default_factory=list)
+    #: called with each note as it is found (the route records it as a Translation)
+    on_note: Callable[[str], None] | None = None
 
     def rename(self, program: Any) -> None:
-        """Post-process: give the graph's dims the user's names; fail if an axis went static."""
+        """Post-process: keep the axes the model fixes static (noted and warned), give the other
+        dims the user's names; fail if any other axis went static."""
+        self.fixed = fixed_by_model(getattr(program, "exported_program", None), self)
+        for ax in self.input_axes:
+            size = self.fixed.get((ax.leaf, ax.axis))
+            if size is None:
+                continue
+            who = self.leaf_names[ax.leaf] or ax.key
+            note = f"axis {who}[{ax.axis}] ({ax.name!r}) is fixed by the model at {size}; exported static"
+            self.notes.append(note)
+            if self.on_note is not None:
+                self.on_note(note)
+        if self.notes:
+            _warn_at_call_site(_legacy_warning("; ".join(self.notes)))
         rename_graph(program.model, self)
 
 
@@ -196,6 +222,12 @@ def _warn_at_call_site(warning: Warning) -> None:
     notices.emit(warning, notices.find_call_site())
 
 
+def _legacy_warning(note: str) -> Warning:
+    from compat import notices
+
+    return notices.make_warning("ONX101", note, notices.find_call_site().filename)
+
+
 def _axes_dict(key: str, spec: Any) -> dict[int, str]:
     """``{axis: name}`` from the dict or list form (list form: legacy generated names)."""
     if isinstance(spec, Mapping):
@@ -263,7 +295,9 @@ def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor]) -
     ``torch.export`` binds them (parameter name -> structure of the value)."""
     dims: dict[int, dict[int, Any]] = {}
     for ax in plan.input_axes:
-        dims.setdefault(ax.leaf, {})[ax.axis] = torch.export.Dim.DYNAMIC
+        # AUTO, not DYNAMIC: an axis the model fixes is then exported static (and reported by
+        # ShapePlan.rename) instead of failing the whole capture
+        dims.setdefault(ax.leaf, {})[ax.axis] = torch.export.Dim.AUTO
     counter = iter(range(len(leaves)))
     new_params: list[Param] = []
     shapes: dict[str, Any] = {}
@@ -285,6 +319,41 @@ def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor]) -
 
 # --- after export -------------------------------------------------------------------------------
 
+
+def fixed_by_model(exported: Any, plan: ShapePlan) -> dict[tuple[int, int], int]:
+    """``(leaf, axis) -> size`` for the marked axes torch.export captured as constants.
+
+    Read from the ExportedProgram's user-input placeholders, which are the call's tensor leaves in
+    order; if they do not line up with the plan's (an unexpected program), nothing counts as fixed
+    and the post-check treats every static axis as a failure, as before."""
+    if exported is None or not plan.input_axes:
+        return {}
+    from torch.export.graph_signature import InputKind, TensorArgument
+
+    placeholders = {n.name: n for n in exported.graph.nodes if n.op == "placeholder"}
+    shapes = []
+    for spec in exported.graph_signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT and isinstance(spec.arg, TensorArgument):
+            val = placeholders[spec.arg.name].meta.get("val")
+            shapes.append(getattr(val, "shape", None))
+    leaves = [t for t in _pytree.tree_leaves((plan.args, plan.kwargs)) if isinstance(t, torch.Tensor)]
+    if len(shapes) != len(leaves) or any(
+        s is None or len(s) != t.dim() for s, t in zip(shapes, leaves)
+    ):
+        return {}
+    fixed: dict[tuple[int, int], int] = {}
+    for ax in plan.input_axes:
+        dim = shapes[ax.leaf][ax.axis]
+        if not isinstance(dim, torch.SymInt):
+            fixed[(ax.leaf, ax.axis)] = int(dim)
+            continue
+        # with deferred runtime asserts the symbol stays, its range pinned to one value
+        value_range = exported.range_constraints.get(dim.node.expr)
+        if value_range is not None and value_range.is_singleton():
+            fixed[(ax.leaf, ax.axis)] = int(value_range.lower)
+    return fixed
+
+
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
@@ -292,14 +361,15 @@ def rename_graph(model: Any, plan: ShapePlan) -> None:
     """Name the dims of the exported ``onnx_ir.Model`` after the user's axes.
 
     Graph inputs and named outputs get the user's names per axis; every other value's symbolic
-    dims are renamed symbol by symbol (expressions such as ``s0 + 1`` included)."""
+    dims are renamed symbol by symbol (expressions such as ``s0 + 1`` included). An axis in
+    ``plan.fixed`` gets its size instead (its symbol, if torch kept one, becomes that number)."""
     import onnx_ir as ir
 
     graph = model.graph
     inputs = list(graph.inputs)
     by_name = {v.name: v for v in inputs}
-    mapping: dict[str, str] = {}
-    per_input: dict[int, dict[int, str]] = {}
+    mapping: dict[str, str | int] = {}
+    per_input: dict[int, dict[int, str | int]] = {}
     for ax in plan.input_axes:
         name = plan.leaf_names[ax.leaf]
         value = by_name.get(name) if name else None
@@ -309,6 +379,12 @@ def rename_graph(model: Any, plan: ShapePlan) -> None:
             _warn_at_call_site(DynamicAxesWarning(f"dynamic_axes[{ax.key!r}]: input not found in the exported graph"))
             continue
         dim = value.shape[ax.axis]
+        size = plan.fixed.get((ax.leaf, ax.axis))
+        if size is not None:  # the model fixes it: static (noted in ShapePlan.rename)
+            if isinstance(dim, ir.SymbolicDim) and dim.value is not None:
+                mapping[dim.value] = size
+            per_input.setdefault(inputs.index(value), {})[ax.axis] = size
+            continue
         if not isinstance(dim, ir.SymbolicDim) or dim.value is None:
             raise RouteFailed(
                 "dynamo",
@@ -341,25 +417,28 @@ def rename_graph(model: Any, plan: ShapePlan) -> None:
         _set_dims(value, norm)
 
 
-def _set_dims(value: Any, axes: Mapping[int, str]) -> None:
+def _set_dims(value: Any, axes: Mapping[int, str | int]) -> None:
+    """Give ``value`` a name (symbolic) or a size (static) on each axis of ``axes``."""
     import onnx_ir as ir
 
     if value.shape is None:
         return
     dims = list(value.shape.dims)
     for axis, name in axes.items():
-        dims[axis] = ir.SymbolicDim(name)
+        dims[axis] = name if isinstance(name, int) else ir.SymbolicDim(name)
     value.shape = ir.Shape(dims)
 
 
-def _rename_symbols(model: Any, mapping: Mapping[str, str]) -> None:
+def _rename_symbols(model: Any, mapping: Mapping[str, str | int]) -> None:
+    """Rename symbols in every value's dims; a symbol mapped to an int becomes a static dim (and
+    that number, inside an expression)."""
     import onnx_ir as ir
 
     if not mapping:
         return
 
     def sub(text: str) -> str:
-        return _SYMBOL.sub(lambda m: mapping.get(m.group(0), m.group(0)), text)
+        return _SYMBOL.sub(lambda m: str(mapping.get(m.group(0), m.group(0))), text)
 
     for value in _all_values(model):
         if value.shape is None:
@@ -368,9 +447,11 @@ def _rename_symbols(model: Any, mapping: Mapping[str, str]) -> None:
         changed = False
         for i, dim in enumerate(dims):
             if isinstance(dim, ir.SymbolicDim) and isinstance(dim.value, str):
-                new = mapping.get(dim.value) or sub(dim.value)
+                new = mapping.get(dim.value)
+                if new is None:
+                    new = sub(dim.value)
                 if new != dim.value:
-                    dims[i] = ir.SymbolicDim(new)
+                    dims[i] = new if isinstance(new, int) else ir.SymbolicDim(new)
                     changed = True
         if changed:
             value.shape = ir.Shape(dims)

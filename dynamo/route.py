@@ -23,7 +23,7 @@ def export(req: ExportRequest) -> Outcome:
             f"(installed torch {torch_caps.torch_version_str()})"
         )
 
-    from . import options, quiet, symbolics
+    from . import hf_caches, options, quiet, symbolics, validate
 
     outcome = Outcome(route=ROUTE)
     start = time.perf_counter()
@@ -35,6 +35,7 @@ def export(req: ExportRequest) -> Outcome:
         with contextlib.ExitStack() as stack:
             stack.enter_context(capture)
             stack.enter_context(plan.model_mode())
+            stack.enter_context(hf_caches.cache_pytrees(req.model, plan))  # transformers-5 Cache objects
             sym = stack.enter_context(symbolics.export_context(req))
             # the user's own table wins over translations we derive
             table: dict[Any, Any] = {**sym.translation_table, **plan.translation_table}
@@ -53,28 +54,26 @@ def export(req: ExportRequest) -> Outcome:
             planned = len(plan.translations)
             not_reached = _post_process(program, (*plan.post_process, *sym.post_process))
             outcome.translations.extend(plan.translations[planned:])  # recorded by post-processing
-            from .validate import check as check_result  # strict: invalid -> RouteFailed
-
-            check_result(program)
+            validate.check(program)  # strict shape/type inference: an invalid model is a RouteFailed
             # symbolics record some translations only while the export runs
             outcome.translations.extend(sym.translations)
             if not_reached is not None:
                 # the model at the lowest opset reached, fully post-processed and checked: the
                 # dispatcher delivers it when no route can honour the opset
                 not_reached.program = program
-                not_reached.outcome = outcome  # type: ignore[attr-defined]
+                not_reached.outcome = outcome
                 outcome.program = program
                 raise not_reached
     except RouteFailed as exc:
-        exc.log = capture.log(exc)  # type: ignore[attr-defined]
+        exc.log = capture.log(exc)
         raise
     except CompatError:
         capture.replay()
         raise
     except Exception as exc:
         failed = RouteFailed(ROUTE, classify(exc), exc)
-        failed.where = quiet.describe_block(failed.reason, exc)  # type: ignore[attr-defined]
-        failed.log = capture.log(exc)  # type: ignore[attr-defined]
+        failed.where = quiet.describe_block(failed.reason, exc)
+        failed.log = capture.log(exc)
         raise failed from exc
     capture.replay()
     outcome.program = program

@@ -1,0 +1,296 @@
+"""Old Hugging Face export scripts: plain torch vs the shim vs the migrated script (issue 11).
+
+transformers 4.27's ``export_pytorch`` (``tests/hf/fixtures/hf_convert_427.py``, unchanged: opset
+11-14, ``dynamic_axes`` from the OnnxConfig, ``do_constant_folding=True``, a trailing kwargs dict)
+on 17 tiny random-init transformers-5 models. A model counts as a success for a column when the
+export returns and the written file matches eager torch in onnxruntime at the example shape and
+at another size along its dynamic axes. Columns:
+
+* plain: torch 2.13's own ``torch.onnx.export`` (nothing patched);
+* shim: the same call under ``compat.patch()``;
+* migrated: the script after ``python -m compat.migrate --write`` (on a temp copy), run on plain
+  torch.
+
+The shim column runs in its own worker processes, plain torch and the migrated script in others
+(compat is never imported there), two at a time, each exporting several models: one torch +
+transformers import per worker instead of one per model. A model that runs past
+``MODEL_TIMEOUT_S`` (or crashes its worker) is recorded as failed and a fresh worker goes on with
+the rest, so one hang cannot stall ``make bench``. No asserts.
+``python benchmarks/bench_hf.py [--quick] [--only NAME ...] [--workers N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import contextlib
+import importlib.util
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "hf" / "fixtures"
+SCRIPT = "hf_convert_427.py"
+COLUMNS = ("plain", "shim", "migrated")
+#: columns that share worker processes (plain torch and the migrated script: compat never imported
+#: there), each model's columns in this order, as a user would run them one after the other
+GROUPS = (("plain", "migrated"), ("shim",))
+MODEL_TIMEOUT_S = 300
+QUICK = ("bert", "gpt2", "t5-encoder", "vit")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _models() -> list[str]:
+    sys.path.insert(0, str(FIXTURES))
+    import hf_zoo
+
+    return list(hf_zoo.SPECS)
+
+
+def migrate_copy(folder: Path) -> dict[str, Any]:
+    """Copy the fixtures to ``folder`` and run ``compat.migrate --write`` on the script there."""
+    shutil.copytree(FIXTURES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    script = folder / SCRIPT
+    before = script.read_text()
+    proc = subprocess.run(
+        [sys.executable, "-m", "compat.migrate", "--write", str(script)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return {"exit_code": proc.returncode, "changed": script.read_text() != before,
+            "stderr": proc.stderr[-500:]}
+
+
+def _worker(columns: list[str], migrated: str, out_dir: str, results: str, names: list[str]) -> None:
+    """``columns`` for each of ``names``, in this one process: a JSON line per model and column to
+    ``results``, a ``start`` line before each so the parent can tell what hung or crashed."""
+    sys.path.insert(0, str(FIXTURES))
+    import hf_zoo
+
+    warnings.simplefilter("ignore")
+
+    def plain(name: str, path: str) -> None:
+        hf_zoo.export(name, path)
+
+    def migrated_script(name: str, path: str) -> None:
+        model, config = hf_zoo.build(name)
+        module.export_pytorch(None, model, config, config.default_onnx_opset, Path(path))
+
+    def shim(name: str, path: str) -> None:
+        import compat
+
+        with compat.patch():
+            hf_zoo.export(name, path)
+
+    if "migrated" in columns:
+        spec = importlib.util.spec_from_file_location("hf_convert_427_migrated", migrated)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    runs = {"plain": plain, "migrated": migrated_script, "shim": shim}
+    for name in names:
+        for column in columns:
+            if "torch._dynamo" in sys.modules:  # every export starts from a new process's compile caches
+                sys.modules["torch._dynamo"].reset()
+            _append(results, {"event": "start", "model": name, "column": column})
+            path = os.path.join(out_dir, f"{name}-{column}.onnx")
+            start = time.perf_counter()
+            try:
+                with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+                    runs[column](name, path)
+                ok, detail = hf_zoo.parity(name, path)
+            except Exception as exc:  # noqa: BLE001 - a failed export is a measured result
+                text = _ANSI.sub("", str(exc)).strip()
+                summary = text.partition("## Exception summary")[2].strip() or text  # torch's real cause
+                first = (summary.splitlines() or [""])[0]
+                ok, detail = False, f"{type(exc).__name__}: {first[:200]}"
+            _append(results, {"model": name, "column": column, "ok": ok, "detail": detail[:300],
+                              "seconds": round(time.perf_counter() - start, 2),
+                              "opset": _opset(path) if ok else None})
+
+
+def _append(results: str, row: dict[str, Any]) -> None:
+    with open(results, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def _opset(path: str) -> int | None:
+    import onnx
+
+    imports = onnx.load(path, load_external_data=False).opset_import
+    return next((i.version for i in imports if i.domain in ("", "ai.onnx")), None)
+
+
+def _worker_env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for var in ("TORCH_ONNX_COMPAT_ROUTE", "TORCH_ONNX_COMPAT_STRICT", "TORCH_ONNX_COMPAT_LEDGER"):
+        env.pop(var, None)
+    env["TORCH_ONNX_COMPAT_CACHE_DIR"] = "off"  # every run decides its routes afresh
+    return env
+
+
+def _run_chunk(columns: tuple[str, ...], names: list[str], migrated: Path, tmp: Path,
+               tag: str) -> list[dict[str, Any]]:
+    """``columns`` for ``names`` in one worker process. A model that runs past ``MODEL_TIMEOUT_S``
+    (or takes the process down) fails in its columns not done yet; a fresh worker goes on with the
+    models after it."""
+    out_dir = tmp / "out"
+    out_dir.mkdir(exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    todo = list(names)
+    attempt = 0
+    while todo:
+        attempt += 1
+        results = tmp / f"{'-'.join(columns)}-{tag}-{attempt}.jsonl"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", ",".join(columns), str(migrated),
+               str(out_dir), str(results), *todo]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_worker_env(),
+                                start_new_session=True)
+        note, seen, since = "", 0, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(0.5)
+            lines = results.read_text().splitlines() if results.exists() else []
+            if len(lines) != seen:
+                seen, since = len(lines), time.monotonic()
+            elif time.monotonic() - since > MODEL_TIMEOUT_S:
+                os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
+                proc.wait()
+                note = f"timed out after {MODEL_TIMEOUT_S} s"
+        events = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+        done = [e for e in events if "event" not in e]
+        rows += done
+        started = [e["model"] for e in events if e.get("event") == "start"]
+        if not started:  # died before its first model: give up on all of them
+            rows += [_failed(n, c, "worker died") for n in todo for c in columns]
+            break
+        finished = {r["model"] for r in done if r["column"] == columns[-1]}
+        current = started[-1]
+        if current not in finished:  # the model the worker was on when it hung or died
+            have = {r["column"] for r in done if r["model"] == current}
+            rows += [_failed(current, c, note or "worker died") for c in columns if c not in have]
+            finished.add(current)
+        todo = [n for n in todo if n not in finished]
+    return rows
+
+
+def _failed(name: str, column: str, detail: str) -> dict[str, Any]:
+    return {"model": name, "column": column, "ok": False, "detail": detail, "seconds": None, "opset": None}
+
+
+def _chunks(names: list[str], parts: int) -> list[list[str]]:
+    """``names`` split round-robin into ``parts`` lists (none empty)."""
+    return [c for c in (names[i::parts] for i in range(parts)) if c]
+
+
+def run(quick: bool = False, only: list[str] | None = None, workers: int = 2) -> dict[str, Any]:
+    """Export every model in every column; successes per column and their ratios."""
+    names = list(only or (QUICK if quick else _models()))
+    start, cpu0 = time.perf_counter(), _children_cpu()
+    with tempfile.TemporaryDirectory(prefix="bench-hf-") as tmp_s:
+        tmp = Path(tmp_s)
+        migrated = tmp / "migrated" / SCRIPT
+        # one torch + transformers import per worker, not per model; each group split in ``workers``
+        # parts, so every slot gets a share of both (plain + migrated costs about twice the shim)
+        tasks = [(group, chunk, str(i)) for i, chunk in enumerate(_chunks(names, workers)) for group in GROUPS]
+        with cf.ThreadPoolExecutor(max_workers=workers) as pool:
+            migration_future = pool.submit(migrate_copy, tmp / "migrated")
+
+            def run_task(task: tuple[tuple[str, ...], list[str], str]) -> list[dict[str, Any]]:
+                group, chunk, tag = task
+                if "migrated" in group:
+                    migration_future.result()
+                return _run_chunk(group, chunk, migrated, tmp, tag)
+
+            # shim work first: it does not wait for the migration
+            per_task = list(pool.map(run_task, sorted(tasks, key=lambda t: "migrated" in t[0])))
+        migration = migration_future.result()
+    order = {n: i for i, n in enumerate(names)}
+    rows = sorted((r for task_rows in per_task for r in task_rows),
+                  key=lambda r: (order[r["model"]], COLUMNS.index(r["column"])))
+    ok = {c: sorted(r["model"] for r in rows if r["column"] == c and r["ok"]) for c in COLUMNS}
+    count = {c: len(v) for c, v in ok.items()}
+
+    def ratio(a: str, b: str) -> float:
+        return count[a] / count[b] if count[b] else float(count[a] > 0)
+
+    worse = sorted(set(ok["plain"]) - set(ok["shim"]))
+    migrated_worse = sorted(set(ok["shim"]) - set(ok["migrated"]))
+    return {
+        "benchmark": "hf",
+        "title": f"transformers 4.27 export_pytorch on {len(names)} transformers-5 models "
+                 "(export + onnxruntime parity at two shapes)",
+        "models": len(names),
+        "successes": count,
+        "ratios": [
+            {"name": "shim/plain successes", "ratio": round(ratio("shim", "plain"), 3), "target": ">= 1"},
+            {"name": "migrated/shim successes", "ratio": round(ratio("migrated", "shim"), 3),
+             "target": ">= 1"},
+        ],
+        "shim_never_worse_than_plain": not worse,
+        "migrated_never_worse_than_shim": not migrated_worse,
+        "shim_worse_than_plain_on": worse,
+        "migrated_worse_than_shim_on": migrated_worse,
+        "migration": migration,
+        "rows": rows,
+        "seconds": round(time.perf_counter() - start, 1),
+        "cpu_seconds": round(_children_cpu() - cpu0, 1),
+        "workers": workers,
+    }
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished worker processes of this process."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _print(result: dict[str, Any]) -> None:
+    print(result["title"])
+    by_model: dict[str, dict[str, Any]] = {}
+    for r in result["rows"]:
+        by_model.setdefault(r["model"], {})[r["column"]] = r
+    print(f"  {'model':<16} " + " ".join(f"{c:>10}" for c in COLUMNS))
+    for model, cols in by_model.items():
+        cells = [("ok@" + str(cols[c]["opset"])) if cols[c]["ok"] else "FAIL" for c in COLUMNS]
+        print(f"  {model:<16} " + " ".join(f"{c:>10}" for c in cells))
+    print("  successes: " + ", ".join(f"{c} {n}/{result['models']}" for c, n in result["successes"].items()))
+    for r in result["ratios"]:
+        print(f"  {r['name']}: {r['ratio']:.3f} (target {r['target']})")
+    for r in result["rows"]:
+        if not r["ok"]:
+            print(f"  {r['model']}/{r['column']}: {r['detail']}")
+    print(f"  migrate --write: {result['migration']}")
+    print(f"  {result['seconds']} s wall, {result['cpu_seconds']} CPU s in workers ({result['workers']} at a time)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
+    p.add_argument("--only", nargs="*", metavar="MODEL")
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--workers", type=int, default=2, help="worker processes at a time (default 2)")
+    p.add_argument("--worker", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
+    ns = p.parse_args(argv)
+    if ns.worker:
+        columns, migrated, out_dir, results, *names = ns.worker
+        _worker(columns.split(","), migrated, out_dir, results, names)
+        return 0
+    result = run(quick=ns.quick, only=ns.only, workers=ns.workers)
+    _print(result)
+    if ns.json:
+        Path(ns.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
