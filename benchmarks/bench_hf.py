@@ -8,12 +8,15 @@ at another size along its dynamic axes. Columns:
 
 * plain: torch 2.13's own ``torch.onnx.export`` (nothing patched);
 * shim: the same call under ``compat.patch()``;
-* migrated: the script after ``python -m compat.migrate --write`` (on a temp copy), run on plain
-  torch.
+* migrated: the documented gradual upgrade: the shim column's runs write a ledger
+  (``TORCH_ONNX_COMPAT_LEDGER``), then ``python -m compat.migrate --write --ledger <it>`` rewrites a
+  temp copy of the script, which is run as it is (on plain torch, or through ``compat.export``
+  where the ledger shows the shim doing what plain torch cannot).
 
-The shim column runs in its own worker processes, plain torch and the migrated script in others
-(compat is never imported there), two at a time, each exporting several models: one torch +
-transformers import per worker instead of one per model. A model that runs past
+Each column runs in its own worker processes (compat is never imported in plain torch's), two at
+a time, each exporting several models: one torch + transformers import per worker instead of one
+per model. The shim column goes first, plain torch's while the migration runs, the migrated
+script's last. A model that runs past
 ``MODEL_TIMEOUT_S`` (or crashes its worker) is recorded as failed and a fresh worker goes on with
 the rest, so one hang cannot stall ``make bench``. No asserts.
 ``python benchmarks/bench_hf.py [--quick] [--only NAME ...] [--workers N]``.
@@ -43,11 +46,12 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "hf" / "fixtures"
 SCRIPT = "hf_convert_427.py"
 COLUMNS = ("plain", "shim", "migrated")
-#: columns that share worker processes (plain torch and the migrated script: compat never imported
-#: there), each model's columns in this order, as a user would run them one after the other
-GROUPS = (("plain", "migrated"), ("shim",))
+#: columns that share worker processes, each model's columns in this order; in this order too:
+#: the migration needs the shim column's ledger
+GROUPS = (("shim",), ("plain",), ("migrated",))
 MODEL_TIMEOUT_S = 300
 QUICK = ("bert", "gpt2", "t5-encoder", "vit")
+LEDGER = "shim-ledger.jsonl"  # written by the shim column's workers, read by the migration
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -58,17 +62,21 @@ def _models() -> list[str]:
     return list(hf_zoo.SPECS)
 
 
-def migrate_copy(folder: Path) -> dict[str, Any]:
-    """Copy the fixtures to ``folder`` and run ``compat.migrate --write`` on the script there."""
+def migrate_copy(folder: Path, ledger: Path) -> dict[str, Any]:
+    """Copy the fixtures to ``folder`` and run ``compat.migrate --write --ledger ledger`` on the
+    script there (``folder`` ends in the fixtures' folder name, so the ledger's call sites match)."""
     shutil.copytree(FIXTURES, folder, ignore=shutil.ignore_patterns("__pycache__"))
     script = folder / SCRIPT
     before = script.read_text()
+    ledger_args = ["--ledger", str(ledger)] if ledger.exists() else []
     proc = subprocess.run(
-        [sys.executable, "-m", "compat.migrate", "--write", str(script)],
+        [sys.executable, "-m", "compat.migrate", "--write", *ledger_args, str(script)],
         capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    return {"exit_code": proc.returncode, "changed": script.read_text() != before,
+    after = script.read_text()
+    return {"exit_code": proc.returncode, "changed": after != before, "ledger": bool(ledger_args),
+            "through_compat": bool(re.search(r"\bcompat\.export\(", after)),
             "stderr": proc.stderr[-500:]}
 
 
@@ -131,11 +139,13 @@ def _opset(path: str) -> int | None:
     return next((i.version for i in imports if i.domain in ("", "ai.onnx")), None)
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(ledger: Path | None = None) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for var in ("TORCH_ONNX_COMPAT_ROUTE", "TORCH_ONNX_COMPAT_STRICT", "TORCH_ONNX_COMPAT_LEDGER"):
         env.pop(var, None)
     env["TORCH_ONNX_COMPAT_CACHE_DIR"] = "off"  # every run decides its routes afresh
+    if ledger is not None:
+        env["TORCH_ONNX_COMPAT_LEDGER"] = str(ledger)
     return env
 
 
@@ -154,7 +164,8 @@ def _run_chunk(columns: tuple[str, ...], names: list[str], migrated: Path, tmp: 
         results = tmp / f"{'-'.join(columns)}-{tag}-{attempt}.jsonl"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", ",".join(columns), str(migrated),
                str(out_dir), str(results), *todo]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_worker_env(),
+        env = _worker_env(tmp / LEDGER if "shim" in columns else None)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
         note, seen, since = "", 0, time.monotonic()
         while proc.poll() is None:
@@ -198,21 +209,30 @@ def run(quick: bool = False, only: list[str] | None = None, workers: int = 2) ->
     start, cpu0 = time.perf_counter(), _children_cpu()
     with tempfile.TemporaryDirectory(prefix="bench-hf-") as tmp_s:
         tmp = Path(tmp_s)
-        migrated = tmp / "migrated" / SCRIPT
+        migrated = tmp / "migrated" / FIXTURES.name / SCRIPT
         # one torch + transformers import per worker, not per model; each group split in ``workers``
-        # parts, so every slot gets a share of both (plain + migrated costs about twice the shim)
-        tasks = [(group, chunk, str(i)) for i, chunk in enumerate(_chunks(names, workers)) for group in GROUPS]
-        with cf.ThreadPoolExecutor(max_workers=workers) as pool:
-            migration_future = pool.submit(migrate_copy, tmp / "migrated")
+        # parts, started group by group (the pool runs them in that order)
+        chunks = _chunks(names, workers)
+        with cf.ThreadPoolExecutor(max_workers=workers) as pool, \
+                cf.ThreadPoolExecutor(max_workers=1) as migrator:
+            futures = {group: [pool.submit(_run_chunk, group, chunk, migrated, tmp, str(i))
+                               for i, chunk in enumerate(chunks)] for group in GROUPS if "migrated" not in group}
 
-            def run_task(task: tuple[tuple[str, ...], list[str], str]) -> list[dict[str, Any]]:
-                group, chunk, tag = task
-                if "migrated" in group:
-                    migration_future.result()
+            def migrate_after_shim() -> dict[str, Any]:
+                cf.wait([f for group, fs in futures.items() if "shim" in group for f in fs])
+                return migrate_copy(migrated.parent, tmp / LEDGER)
+
+            migration_future = migrator.submit(migrate_after_shim)
+
+            def run_migrated(group: tuple[str, ...], chunk: list[str], tag: str) -> list[dict[str, Any]]:
+                migration_future.result()
                 return _run_chunk(group, chunk, migrated, tmp, tag)
 
-            # shim work first: it does not wait for the migration
-            per_task = list(pool.map(run_task, sorted(tasks, key=lambda t: "migrated" in t[0])))
+            for group in GROUPS:
+                if "migrated" in group:
+                    futures[group] = [pool.submit(run_migrated, group, chunk, str(i))
+                                      for i, chunk in enumerate(chunks)]
+            per_task = [f.result() for fs in futures.values() for f in fs]
         migration = migration_future.result()
     order = {n: i for i, n in enumerate(names)}
     rows = sorted((r for task_rows in per_task for r in task_rows),

@@ -13,12 +13,28 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from dynamo.hf_caches import REGISTER
+
 ROUTES = ("dynamo", "legacy")
 _FAILED = re.compile(r"(?:^|;\s*)(dynamo|legacy):\s")
 
 
 def _parts(path: str) -> tuple[str, ...]:
     return tuple(p for p in os.path.normpath(path).replace("\\", "/").split("/") if p not in ("", "."))
+
+
+def shim_only(record: dict) -> list[str]:
+    """What the shim did on a successful torch.export-route record that plain torch cannot: the
+    transformers cache registration (dynamo/hf_caches.py) and an ONX002 opset it could not reach."""
+    out = []
+    for t in record.get("translations") or ():
+        if not isinstance(t, dict) or not isinstance(t.get("action"), str):
+            continue
+        if t.get("code") == "ONX001" and REGISTER[1] in t["action"]:
+            out.append("the shim registered transformers' cache classes for torch.export")
+        elif t.get("code") == "ONX002":
+            out.append(f"the shim wrote opset_version={t['action'].split(';', 1)[0]} at another opset")
+    return out
 
 
 def failed_routes(record: dict) -> set[str]:
@@ -37,12 +53,15 @@ class SiteEvidence:
 
     ok: dict[str, dict] = field(default_factory=dict)  # route -> its latest successful record
     failed: set[str] = field(default_factory=set)
+    shim_only: set[str] = field(default_factory=set)  # of any torch.export-route success here
 
     def add(self, record: dict) -> None:
         self.failed |= failed_routes(record)
         route = record.get("route_taken")
         if record.get("status", "ok") == "ok" and route in ROUTES:
             self.ok[route] = record
+            if route == "dynamo":
+                self.shim_only.update(shim_only(record))
 
     def verdict(self) -> dict:
         """A record-shaped verdict: ``route_taken`` is the route to pin (None: pin nothing from
@@ -53,6 +72,8 @@ class SiteEvidence:
         base = dict(self.ok[chosen]) if chosen else {"route_taken": None, "status": "failed"}
         base["route_taken"] = chosen
         base["failed_routes"] = sorted(self.failed)
+        if chosen == "dynamo" and self.shim_only:  # one call site, many models: any of them
+            base["shim_only"] = sorted(self.shim_only)
         return base
 
 

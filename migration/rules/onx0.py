@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET, OPTION_CODES
 
 from ..analysis import Context, ExportCall, literal
+from ..ledger import shim_only
 from ..model import Edit
 from . import onx1, onx2
 
@@ -92,6 +93,9 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     evidence = ctx.evidence_for(ec.node)
     taken = evidence.get("route_taken") if evidence is not None else None
     failed = set(evidence.get("failed_routes") or ()) if evidence is not None else set()
+    only_shim = (evidence.get("shim_only") or shim_only(evidence)) if taken == "dynamo" else None
+    if only_shim:  # plain torch cannot do what the shim did here: stay on the shim
+        return _via_compat(ctx, ec, {**evidence, "shim_only": only_shim})
     if taken == "dynamo":
         kept = [(code, why) for code, why in onx1.translated_pins(ctx, ec, evidence)
                 if _enabled(ctx, ec, code)]
@@ -138,7 +142,9 @@ def check_export(ctx: Context, ec: ExportCall) -> Route:
         ctx.emit("ONX001", ec.node, note=f"the ledger shows the {failed} route failing here: "
                  "no route to pin")
         return Route(None, explicit=True)
-    if route.via_compat and route.evidence is not None:
+    if route.via_compat and route.evidence is not None and route.evidence.get("shim_only"):
+        note = "; ".join(route.evidence["shim_only"]) + ": export through compat.export"
+    elif route.via_compat and route.evidence is not None:
         note = ("the shim translated options plain torch ignores and the TorchScript route failed "
                 "here: export through compat.export")
     elif route.via_compat:

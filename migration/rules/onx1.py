@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ast
-import json
 from typing import TYPE_CHECKING
 
 from compat.catalog import OPTION_CODES
 
-from ..analysis import Context, ExportCall, Option, literal, member
+from ..analysis import SHIM_MODULES, Context, ExportCall, Option, literal, member
 from ..model import Edit
 from ..resolve import Scope, dotted
 
@@ -113,15 +112,32 @@ def _axes_reason(ctx: Context, ec: ExportCall) -> str:
             "args, or names that are not inputs); write dynamic_shapes")
 
 
-def dynamic_shapes_code(ctx: Context, ec: ExportCall) -> str | None:
-    """``dynamic_shapes`` for literal ``dynamic_axes``: a tuple matching ``args``, names kept.
+def dim_auto(ctx: Context, ec: ExportCall) -> tuple[str, tuple[Edit, ...]]:
+    """A spelling of ``torch.export.Dim.AUTO`` at the call, and the ``import torch`` it needs."""
+    ref = ctx.module_ref("torch.export.Dim", ec.scope)
+    if ref is not None:
+        return f"{ref}.AUTO", ()
+    torch_ref, imports = ctx.import_module("torch", ec.scope)
+    return f"{torch_ref}.export.Dim.AUTO", imports
 
+
+def dynamic_shapes_code(ctx: Context, ec: ExportCall, auto: str = "torch.export.Dim.AUTO") -> str | None:
+    """``dynamic_shapes`` for literal ``dynamic_axes``: a tuple matching ``args``, each legacy
+    dynamic axis ``Dim.AUTO`` (spelled ``auto``).
+
+    ``Dim.AUTO``, as the shim translates them: an axis the model fixes is exported static, where
+    the axis names torch turns into ``Dim.DYNAMIC`` would make such a model fail to export.
     Keys are positions, not forward() parameter names, so it is right without knowing the model.
-    Output axes are dropped (torch.export infers them); str dims keep the axis names.
+    Output axes are dropped (torch.export infers them).
     """
     mapping = _inputs_mapping(ctx, ec)
     if mapping is not None:
-        return f"dict({mapping})"
+        loop = ["name", "axes", "axis"]
+        taken = {auto.split(".", 1)[0]}
+        loop = [v if v not in taken else "_" + v for v in loop]
+        name, axes_var, axis = loop
+        return (f"{{{name}: {{{axis}: {auto} for {axis} in {axes_var}}} "
+                f"for {name}, {axes_var} in {mapping}.items()}}")
     axes = literal(ec.options["dynamic_axes"].value)
     names = literal(ec.options["input_names"].value) if "input_names" in ec.options else ...
     if not isinstance(axes, dict) or not isinstance(names, (list, tuple)) or "kwargs" in ec.options:
@@ -144,11 +160,9 @@ def dynamic_shapes_code(ctx: Context, ec: ExportCall) -> str | None:
             entries.append("None")
         elif isinstance(spec, dict) and all(isinstance(a, int) and isinstance(n, str)
                                             for a, n in spec.items()):
-            entries.append("{" + ", ".join(f"{a}: {json.dumps(n)}" for a, n in spec.items()) + "}")
+            entries.append("{" + ", ".join(f"{a}: {auto}" for a in spec) + "}")
         elif isinstance(spec, (list, tuple)) and all(isinstance(a, int) for a in spec):
-            entries.append("{" + ", ".join(
-                f"{a}: {json.dumps(f'{name}_dynamic_axes_{j + 1}')}" for j, a in enumerate(spec)
-            ) + "}")
+            entries.append("{" + ", ".join(f"{a}: {auto}" for a in dict.fromkeys(spec)) + "}")
         else:
             return None
     known = set(names[:count]) | (set(outputs) if isinstance(outputs, (list, tuple)) else set())
@@ -203,7 +217,8 @@ def _mapping_sources(ctx: Context, ec: ExportCall, axes: ast.expr) -> list[str] 
 def _inputs_mapping(ctx: Context, ec: ExportCall) -> str | None:
     """``A`` when ``dynamic_axes`` merges mapping ``A`` (inputs) with others (outputs) and
     ``input_names`` is ``list(A.keys())`` / ``list(A)``: transformers' OnnxConfig, whose input
-    names are the model's forward() parameters, so ``dict(A)`` is ``dynamic_shapes`` by name."""
+    names are the model's forward() parameters, so ``A`` (its axes made ``Dim.AUTO``) is
+    ``dynamic_shapes`` by name."""
     names = ec.options.get("input_names")
     axes = ec.options["dynamic_axes"].value
     if names is None or "kwargs" in ec.options or not isinstance(names.value, ast.Call):
@@ -341,10 +356,11 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
         elif not harmless(ctx, ec, opt):
             ctx.emit(code, opt.value, note="ignored with dynamo=True", anchor=ec.node)
         elif name == "dynamic_axes":
-            shapes = "None" if literal(opt.value) is None else dynamic_shapes_code(ctx, ec)
+            auto, imports = dim_auto(ctx, ec)
+            shapes = "None" if literal(opt.value) is None else dynamic_shapes_code(ctx, ec, auto)
             edits = ((Edit("drop", k, (name,)),) if shapes == "None" else
                      (Edit("rename", k, (name, "dynamic_shapes")),
-                      Edit("set", k, ("dynamic_shapes", shapes))))
+                      Edit("set", k, ("dynamic_shapes", shapes)), *imports))
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, *edits, *add_route),
                      anchor=ec.node)
         elif name == "training":
@@ -365,7 +381,10 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
 
 
 def check_wrapper_call(ctx: Context, node: ast.Call, scope: list[Scope]) -> None:
-    """A project-local wrapper called with legacy export options (it may forward them)."""
+    """A project-local wrapper called with legacy export options (it may forward them); not the
+    shim's own API (``compat.export`` honours them), where the rewriter may have routed a call."""
+    if any(q.split(".", 1)[0] in SHIM_MODULES for q in ctx.qualnames(node.func, scope)):
+        return
     for kw in node.keywords:
         if kw.arg in WRAPPER_KEYWORDS:
             name = ctx.src(node.func)

@@ -26,7 +26,7 @@ CASES = [
     ("torch.onnx.export(m, (x, y), 'm.onnx', input_names=['x', 'y'], "
      "dynamic_axes={'x': {0: 'batch'}, 'y': [0, 1], 'out': {0: 'batch'}})\n",
      "torch.onnx.export(m, (x, y), 'm.onnx', input_names=['x', 'y'], "
-     "dynamic_shapes=({0: \"batch\"}, {0: \"y_dynamic_axes_1\", 1: \"y_dynamic_axes_2\"}), "
+     "dynamic_shapes=({0: torch.export.Dim.AUTO}, {0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO}), "
      "dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, dynamic_axes=axes)\n",
      "# TODO(compat.migrate): dynamo=False because dynamic_axes is not a literal "

@@ -13,7 +13,7 @@ import pytest
 
 from migration.cli import main
 from migration.engine import Options, check_text, fix_text
-from migration.ledger import LedgerIndex, shift_lines
+from migration.ledger import LedgerIndex, read, shift_lines
 
 H = "import torch\nfrom torch.onnx import TrainingMode\n"
 
@@ -158,7 +158,7 @@ def test_module_constants_are_resolved_like_literals() -> None:
         """)
     assert 'opset_version=OPSET_VERSION, dynamo=False)' in out
     assert "opset_version=15 is below 18" in out
-    assert 'dynamic_shapes=({0: "batch"},), dynamo=True' in out
+    assert 'dynamic_shapes=({0: torch.export.Dim.AUTO},), dynamo=True' in out
 
 
 @pytest.mark.parametrize("rebind", [
@@ -362,7 +362,7 @@ def test_old_torch_branch_is_dead_code_and_live_branch_migrates(flag_import, tes
     assert not [f for f in found if f[0] != "ONX501" and if_line < f[1] <= dead_end]
     out = fix(src)
     assert "use_external_data_format=config.use_external_data_format" in out  # dead: untouched
-    assert out.count("dynamic_shapes=dict(config.inputs)") == 1
+    assert out.count("dynamic_shapes={name: {axis: torch.export.Dim.AUTO for axis in axes} for name, axes in config.inputs.items()}") == 1
     assert re.search(r"dynamo=True,\s+external_data=False", out) and "dynamo=False" not in out
 
 
@@ -409,3 +409,62 @@ def test_unselected_option_still_decides_the_route_and_the_hint_names_it() -> No
     onx001 = next(f for f in found if f.code == "ONX001")
     assert "--select ONX102,ONX001 t.py" in onx001.message
     assert "dynamo=False" in fix(src, select=("ONX102", "ONX001"))
+
+
+# -- dynamic_axes -> Dim.AUTO (the shim's translation), spelled with the file's own imports ------
+
+@pytest.mark.parametrize("imports, call, want, adds_import", [
+    ("import torch as T\n", "T.onnx.export", "{0: T.export.Dim.AUTO}", False),
+    ("import torch\nfrom torch.export import Dim\n", "torch.onnx.export", "{0: Dim.AUTO}", False),
+    ("from torch import onnx\n", "onnx.export", "{0: torch.export.Dim.AUTO}", True),
+])
+def test_dynamic_axes_become_dim_auto_with_the_files_torch_binding(imports, call, want,
+                                                                   adds_import) -> None:
+    src = (imports + f"{call}(m, (x,), 'm.onnx', input_names=['x'], "
+           "dynamic_axes={'x': {0: 'batch'}, 'y': [0]})\n")
+    opts = Options(fix=True)
+    out, _, _, _ = fix_text(src, "t.py", opts)
+    assert f"dynamic_shapes=({want},)" in out and "dynamic_axes" not in out
+    assert out.count("import torch\n") == imports.count("import torch\n") + adds_import
+    assert fix_text(out, "t.py", opts)[0] == out
+    compile(out, "t.py", "exec")
+
+
+# -- ledger: what only the shim did keeps the call on the shim -----------------------------------
+
+CACHE_RECORD = {"route_taken": "dynamo", "translations": [
+    {"code": "ONX001", "option": "outputs",
+     "action": "transformers DynamicCache flattened into graph outputs (registered as pytree nodes "
+               "for this export by transformers.exporters.exporter_dynamo."
+               "register_cache_pytrees_for_model, as transformers' own exporter does)"}]}
+OPSET_RECORD = {"route_taken": "dynamo", "translations": [
+    {"code": "ONX002", "option": "opset_version",
+     "action": "11: no route could export at opset 11; written at opset 18 by the torch.export route"}]}
+
+
+@pytest.mark.parametrize("record", [CACHE_RECORD, OPSET_RECORD])
+def test_shim_only_translation_routes_the_call_through_compat(record) -> None:
+    out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', opset_version=11, input_names=['x'], "
+              "dynamic_axes={'x': {0: 'b'}})\n", {4: record})
+    assert "compat.export(m, (x,), 'm.onnx', opset_version=11" in out
+    assert "dynamic_axes={'x': {0: 'b'}}" in out and "dynamo=" not in out
+    assert "import torch_onnx_compat as compat\n" in out
+    # compat.export honours the legacy options: not reported as a wrapper that may forward them
+    assert check_text(H + out, "t.py", Options()) == []
+
+
+def test_one_shim_only_model_of_many_at_a_call_site_routes_it_through_compat(tmp_path) -> None:
+    """One script exporting many models: the ledger's records of one call site are merged."""
+    site = str(tmp_path / "pkg" / "convert.py") + ":4"
+    plain_ok = {"route_taken": "dynamo", "status": "ok", "translations": [], "call_site": site}
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text("\n".join(json.dumps(r) for r in (
+        plain_ok, {**CACHE_RECORD, "status": "ok", "call_site": site}, plain_ok)) + "\n")
+    verdict = read([str(ledger)]).evidence(str(tmp_path / "pkg" / "convert.py"))[4]
+    assert verdict["route_taken"] == "dynamo" and verdict["shim_only"]
+    assert "compat.export(" in fix("\ntorch.onnx.export(m, (x,), 'm.onnx')\n", {4: verdict})
+    only_plain = tmp_path / "plain.jsonl"
+    only_plain.write_text(json.dumps(plain_ok) + "\n")
+    verdict = read([str(only_plain)]).evidence(str(tmp_path / "pkg" / "convert.py"))[4]
+    assert "shim_only" not in verdict
+    assert "dynamo=True" in fix("\ntorch.onnx.export(m, (x,), 'm.onnx')\n", {4: verdict})

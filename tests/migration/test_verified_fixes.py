@@ -161,20 +161,24 @@ def test_ledger_migration_exports_what_the_shim_exported(script, tmp_path):
 @pytest.mark.slow
 def test_transformers_version_branch_migrates_to_a_working_export(tmp_path, monkeypatch):
     """transformers 4.2x ``export_pytorch`` (old-torch branch + live branch), migrated without a
-    ledger, exports a real (tiny, random-init) BERT on plain torch: the dead branch is reported
-    and left alone, the live one gets ``dynamo=True`` and ``dynamic_shapes=dict(config.inputs)``
-    and matches eager torch at two shapes along both dynamic axes."""
+    ledger, exports real (tiny, random-init) BERT and ViT models on plain torch: the dead branch
+    is reported and left alone, the live one gets ``dynamo=True`` and ``dynamic_shapes`` making
+    each of ``config.inputs``' axes ``Dim.AUTO`` (as the shim does: the ViT's fixed image size is
+    exported static instead of failing), and each matches eager torch at two shapes."""
     pytest.importorskip("transformers")
     work = tmp_path / "convert.py"
     shutil.copy(SCRIPTS.parent / "hf_export_427_branch.py", work)
     assert main(["--fix", str(work)]) == 1  # ONX501 stays: the dead branch is for the user
     text = work.read_text()
-    assert "dynamic_shapes=dict(config.inputs)" in text and "enable_onnx_checker=True" in text
+    assert ("dynamic_shapes={name: {axis: torch.export.Dim.AUTO for axis in axes} "
+            "for name, axes in config.inputs.items()}") in text
+    assert "enable_onnx_checker=True" in text
     monkeypatch.syspath_prepend(str(ROOT / "tests" / "hf" / "fixtures"))
     import hf_zoo
 
     ns = runpy.run_path(str(work), run_name="verify")
-    model, config = hf_zoo.build("bert")
-    ns["export_pytorch"](model, config, config.default_onnx_opset, tmp_path / "bert.onnx")
-    ok, detail = hf_zoo.parity("bert", str(tmp_path / "bert.onnx"))
-    assert ok, detail
+    for name in ("bert", "vit"):
+        model, config = hf_zoo.build(name)
+        ns["export_pytorch"](model, config, config.default_onnx_opset, tmp_path / f"{name}.onnx")
+        ok, detail = hf_zoo.parity(name, str(tmp_path / f"{name}.onnx"))
+        assert ok, f"{name}: {detail}"
