@@ -142,3 +142,33 @@ def test_real_python_310_reads_the_config(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60, check=False)
     assert run.returncode == 0, run.stderr
     assert "unknown key 'stirct'" in run.stdout and "did you mean 'strict'" in run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_python310() is None, reason="no Python 3.10 interpreter on this machine")
+def test_rewriter_on_python_310_rewrites_like_this_python(tmp_path: Path) -> None:
+    """The rewriter installed on the lowest supported Python (the base distribution: libcst,
+    pathspec, packaging, tomli; no torch) makes the same edits as on this interpreter."""
+    venv = tmp_path / "venv310"
+    subprocess.run([_python310(), "-m", "venv", str(venv)], check=True, timeout=180)
+    py310 = str(venv / "bin" / "python")
+    pins = [line for line in (REPO / "requirements-pinned.txt").read_text().splitlines()
+            if line.split("==")[0] in {"libcst", "pathspec", "packaging", "tomli"}]
+    install = subprocess.run([py310, "-m", "pip", "install", "-q", str(REPO), *pins],
+                             capture_output=True, text=True, timeout=900, check=False)
+    if install.returncode != 0 and "No matching distribution" in install.stderr:
+        pytest.skip(f"a dependency has no build for Python 3.10 here: {install.stderr[-300:]}")
+    assert install.returncode == 0, install.stderr[-2000:]
+
+    scripts = REPO / "tests" / "migration" / "fixtures" / "legacy_scripts"
+    outputs = {}
+    for name, cmd in (("3.10", [py310, "-m", "torch_onnx_compat.migrate"]),
+                      ("this", [sys.executable, "-m", "compat.migrate"])):
+        work = tmp_path / name
+        shutil.copytree(scripts, work / "legacy_scripts")
+        run = subprocess.run([*cmd, "--diff", "legacy_scripts"], cwd=work, capture_output=True,
+                             text=True, timeout=300, check=False)
+        assert run.returncode in (0, 1), run.stderr
+        outputs[name] = (run.returncode, run.stdout)
+    assert "+" in outputs["this"][1]  # there is something to rewrite
+    assert outputs["3.10"] == outputs["this"]
