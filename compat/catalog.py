@@ -20,6 +20,9 @@ Applicability = Literal["safe", "unsafe", "none"]
 #: the lowest opset torch's torch.export-based exporter builds (torch 2.9-2.13): it converts down
 #: from there, and silently stays at this opset when an operator has no version adapter
 DYNAMO_MIN_OPSET = 18
+#: transformers' own cache pytree registration, which the torch.export route applies for one export
+#: (dynamo/hf_caches.py) and plain torch does not: migrate keeps such call sites on the shim
+HF_CACHE_REGISTRATION = ("transformers.exporters.exporter_dynamo", "register_cache_pytrees_for_model")
 
 #: the first torch whose ``torch.onnx.export`` takes ``dynamo=`` (and ``external_data=``,
 #: ``dynamic_shapes=``); code that must run on older torch never gets them from the rewriter

@@ -20,10 +20,11 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from compat.catalog import HF_CACHE_REGISTRATION
 from compat.request import Translation
 
 #: transformers' own registration of its Cache classes for torch.export
-REGISTER = ("transformers.exporters.exporter_dynamo", "register_cache_pytrees_for_model")
+REGISTER = HF_CACHE_REGISTRATION
 
 
 def _is_transformers_model(model: Any) -> bool:

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from dynamo.hf_caches import REGISTER
+from compat.catalog import HF_CACHE_REGISTRATION
 
 ROUTES = ("dynamo", "legacy")
 _FAILED = re.compile(r"(?:^|;\s*)(dynamo|legacy):\s")
@@ -30,7 +30,7 @@ def shim_only(record: dict) -> list[str]:
     for t in record.get("translations") or ():
         if not isinstance(t, dict) or not isinstance(t.get("action"), str):
             continue
-        if t.get("code") == "ONX001" and REGISTER[1] in t["action"]:
+        if t.get("code") == "ONX001" and HF_CACHE_REGISTRATION[1] in t["action"]:
             out.append("the shim registered transformers' cache classes for torch.export")
         elif t.get("code") == "ONX002":
             out.append(f"the shim wrote opset_version={t['action'].split(';', 1)[0]} at another opset")
