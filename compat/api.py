@@ -74,9 +74,9 @@ def _torch_prints_to_stderr(verbose: Any) -> Iterator[None]:
     if verbose:
         yield
         return
-    import torch
+    from . import torch_caps
 
-    set_log_stream = getattr(torch._C, "_jit_set_onnx_log_output_stream", None)
+    set_log_stream = torch_caps.onnx_log_stream_setter()
     with _stdout_lock:
         if _redirects == 0:
             _saved_stdout, sys.stdout = sys.stdout, sys.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Callable
 
 from packaging.version import Version
 
@@ -147,6 +148,14 @@ def can_scope_pytree_nodes() -> bool:
     from torch.utils import _pytree
 
     return hasattr(_pytree, "_deregister_pytree_node") and not getattr(_pytree, "_cxx_pytree_exists", True)
+
+
+def onnx_log_stream_setter() -> Callable[[str], None] | None:
+    """torch's switch for where the TorchScript exporter's C++ log goes ("stdout"/"stderr");
+    private, so probed: None where this torch has none."""
+    import torch
+
+    return getattr(torch._C, "_jit_set_onnx_log_output_stream", None)
 
 
 def dynamo_default_opset() -> int:
