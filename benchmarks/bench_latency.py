@@ -25,7 +25,7 @@ def _models() -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    from compat.parity import compare
+    from compat.tools.parity import compare
 
     rows, details = [], {}
     for label, (model, args, options) in _models().items():

@@ -29,7 +29,7 @@ def _model(blocks: int) -> Any:
 def run(quick: bool = False) -> dict[str, Any]:
     import torch
 
-    from compat.model_state import preserved, values_preserved
+    from compat.routing.model_state import preserved, values_preserved
 
     model = _model(10 if quick else 40)
     size = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])

@@ -9,22 +9,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import CompatError, ExportFailed, LegacyExportWarning
+from compat.errors import CompatError, ExportFailed, LegacyExportWarning
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
-    from .api import export as export
-    from .api import last_outcome as last_outcome
-    from .parity import ParityReport as ParityReport
-    from .parity import compare as compare
-    from .patching import patch as patch
-    from .registry import (
-        register_custom_op_symbolic as register_custom_op_symbolic,
-    )
-    from .registry import (
+    from compat.api import export as export
+    from compat.api import last_outcome as last_outcome
+    from compat.request import ExportRequest as ExportRequest
+    from compat.request import Outcome as Outcome
+    from compat.routing.registry import register_custom_op_symbolic as register_custom_op_symbolic
+    from compat.routing.registry import (
         unregister_custom_op_symbolic as unregister_custom_op_symbolic,
     )
-    from .request import ExportRequest as ExportRequest
-    from .request import Outcome as Outcome
+    from compat.tools.parity import ParityReport as ParityReport
+    from compat.tools.parity import compare as compare
+    from compat.tools.patching import patch as patch
 
 __version__ = "0.1.0"
 
@@ -32,15 +30,15 @@ __version__ = "0.1.0"
 _LAZY = {
     "export": ("api", "export"),
     "last_outcome": ("api", "last_outcome"),
-    "compare": ("parity", "compare"),
-    "ParityReport": ("parity", "ParityReport"),
-    "register_custom_op_symbolic": ("registry", "register_custom_op_symbolic"),
-    "unregister_custom_op_symbolic": ("registry", "unregister_custom_op_symbolic"),
-    "patch": ("patching", "patch"),
+    "compare": ("tools.parity", "compare"),
+    "ParityReport": ("tools.parity", "ParityReport"),
+    "register_custom_op_symbolic": ("routing.registry", "register_custom_op_symbolic"),
+    "unregister_custom_op_symbolic": ("routing.registry", "unregister_custom_op_symbolic"),
+    "patch": ("tools.patching", "patch"),
     "ExportRequest": ("request", "ExportRequest"),
     "Outcome": ("request", "Outcome"),
 }
-_NEEDS_RUNTIME = {"api", "parity", "registry", "patching"}
+_NEEDS_RUNTIME = {"api", "tools.parity", "routing.registry", "tools.patching"}
 
 __all__ = ["CompatError", "ExportFailed", "LegacyExportWarning", "__version__"] + list(_LAZY)
 
@@ -51,7 +49,7 @@ def __getattr__(name: str) -> Any:
     except KeyError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     if module in _NEEDS_RUNTIME:
-        from ._runtime import require_runtime
+        from compat.installed.runtime_extra import require_runtime
 
         require_runtime(f"{__name__}.{name}")
     value = getattr(importlib.import_module(f".{module}", __name__), attr)

@@ -24,11 +24,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "run":
-        from .runner import main as run_main
+        from compat.tools.runner import main as run_main
 
         return run_main(rest)
     if cmd == "report":
-        from .report import main as report_main
+        from compat.tools.report import main as report_main
 
         return report_main(rest)
     if cmd == "catalog":
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _catalog(argv: list[str]) -> int:
-    from . import catalog
+    from compat import catalog
 
     p = argparse.ArgumentParser(prog=f"python -m {__package__} catalog")
     p.add_argument("--format", choices=("text", "markdown"), default="text")

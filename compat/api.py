@@ -8,9 +8,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from . import dispatch, notices, signature
-from ._runtime import require_runtime
-from .request import Outcome
+from compat.installed.runtime_extra import require_runtime
+from compat.policy import notices
+from compat.request import Outcome, normalize
+from compat.routing import dispatch
 
 RouteName = Literal["auto", "dynamo", "legacy"]
 
@@ -47,7 +48,7 @@ def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **opti
     global _last_outcome
     require_runtime(_entry)
     site = notices.find_call_site()
-    req = signature.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
+    req = normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
     try:
         with _torch_prints_to_stderr(req.verbose):
             outcome, result = dispatch.run(req, site)
@@ -74,7 +75,7 @@ def _torch_prints_to_stderr(verbose: Any) -> Iterator[None]:
     if verbose:
         yield
         return
-    from . import torch_caps
+    from compat.installed import torch_caps
 
     set_log_stream = torch_caps.onnx_log_stream_setter()
     with _stdout_lock:

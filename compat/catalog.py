@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from .commands import MIGRATE
+from compat.commands import MIGRATE
 
 Applicability = Literal["safe", "unsafe", "none"]
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def available() -> bool:
     """Whether the installed torch (and onnxscript) provide the torch.export-based exporter."""
-    from compat import torch_caps
+    from compat.installed import torch_caps
 
     return torch_caps.has_dynamo_exporter()
 

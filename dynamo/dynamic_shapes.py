@@ -217,13 +217,13 @@ def translate(
 def _warn_at_call_site(warning: Warning) -> None:
     """Warn at the user's export call (not this module), so the default filter shows a warning
     once per call site and not on every call."""
-    from compat import notices
+    from compat.policy import notices
 
     notices.emit(warning, notices.find_call_site())
 
 
 def _legacy_warning(note: str) -> Warning:
-    from compat import notices
+    from compat.policy import notices
 
     return notices.make_warning("ONX101", note, notices.find_call_site().filename)
 

@@ -36,7 +36,7 @@ def _is_transformers_model(model: Any) -> bool:
 def register(model: Any) -> list[type]:
     """Register the cache classes of ``model`` as pytree nodes; returns the classes newly registered
     (empty when not a transformers model, or when transformers offers no registration)."""
-    from compat import torch_caps
+    from compat.installed import torch_caps
 
     if "transformers" not in sys.modules or not _is_transformers_model(model):
         return []

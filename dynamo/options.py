@@ -283,7 +283,7 @@ def _opset(req: ExportRequest, out: Plan) -> None:
     wanted = req.opset_version
     if wanted is None:
         return
-    from compat import torch_caps
+    from compat.installed import torch_caps
 
     built = torch_caps.torchlib_min_opset()
     if wanted >= built:

@@ -28,7 +28,7 @@ def legacy_proto(model: Any, args: tuple[Any, ...], **options: Any) -> Any:
 
 def dynamo_proto(req: Any) -> tuple[Any, Any]:
     """``dynamo.export(req)`` → (ModelProto, Outcome)."""
-    from compat._routes import route_module
+    from compat.routing.route_packages import route_module
 
     dynamo = route_module("dynamo")
     with warnings.catch_warnings():

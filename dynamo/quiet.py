@@ -2,7 +2,7 @@
 
 ``describe_block`` digs the model source line that blocked capture out of torch's exception
 (the user frame torch names, else the innermost model frame of a traceback) and adds the fix.
-What torch printed meanwhile is kept off the terminal by ``compat.captured_output.Capture``.
+What torch printed meanwhile is kept off the terminal by ``compat.routing.capture.Capture``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _torch_dir() -> str:
 def _is_model_source(filename: str) -> bool:
     """A file of the model (the user's, or a library's modeling code), not of torch, the exporter
     or this project."""
-    from compat.notices import is_own_file
+    from compat.policy.notices import is_own_file
 
     if filename.startswith("<") or not filename.endswith(".py"):
         return False

@@ -6,16 +6,16 @@ import contextlib
 import time
 from typing import Any
 
-from compat.captured_output import Capture
 from compat.errors import CompatError, OpsetNotReached, RouteFailed, RouteUnavailable
 from compat.request import ExportRequest, Outcome, Translation
+from compat.routing.capture import Capture
 
 ROUTE = "dynamo"
 
 
 def export(req: ExportRequest) -> Outcome:
     """Export on the torch.export route; the ONNXProgram is returned unsaved in the Outcome."""
-    from compat import torch_api, torch_caps
+    from compat.installed import torch_api, torch_caps
 
     if not torch_caps.has_dynamo_exporter():
         raise RouteUnavailable(

@@ -49,7 +49,7 @@ class _State:
 
 
 def target_opset(req: ExportRequest) -> int:
-    from compat import torch_caps
+    from compat.installed import torch_caps
 
     return req.opset_version or torch_caps.dynamo_default_opset()
 
@@ -133,13 +133,13 @@ def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callab
 @contextlib.contextmanager
 def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
     """Translation table, translations and post-processing for the legacy symbolics in play."""
-    from compat import torch_caps
+    from compat.installed import torch_caps
 
     plan = SymbolicPlan()
     if not (torch_caps.has_legacy_graph_context() and torch_caps.has_exporter_tracer()):
         yield plan
         return
-    from compat import registry
+    from compat.routing import registry
 
     from . import autograd_functions, legacy_graph
 

@@ -1,6 +1,6 @@
 """The one home of the private torch internals the custom-symbolics adapter touches.
 
-Every access goes through a probe in ``compat.torch_caps`` (``SYMBOLICS_INTERNALS``);
+Every access goes through a probe in ``compat.installed.torch_caps`` (``SYMBOLICS_INTERNALS``);
 ``tests/symbolics/test_torch_internals.py`` fails loudly when a torch upgrade moves them.
 Nothing here imports onnx or onnxscript at module import.
 """
@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from compat import torch_caps
+from compat.installed import torch_caps
 
 
 def _get(module: str, attr: str) -> Any:

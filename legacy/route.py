@@ -8,10 +8,10 @@ import shutil
 import time
 from typing import Any
 
-from compat.captured_output import Capture
 from compat.errors import RouteFailed, RouteUnavailable
+from compat.policy.warning_tap import WarningTap
 from compat.request import ExportRequest, Outcome
-from compat.warning_tap import WarningTap
+from compat.routing.capture import Capture
 
 from . import keyword_inputs
 
@@ -21,7 +21,7 @@ ROUTE = "legacy"
 def export(req: ExportRequest) -> Outcome:
     """Export to bytes in memory (or, over 2 GB, into a staging folder beside ``f``); compat
     saves the result atomically afterwards."""
-    from compat import torch_api, torch_caps
+    from compat.installed import torch_api, torch_caps
 
     exporter = torch_api.torchscript_export()
     if exporter is None or not torch_caps.has_torchscript_exporter():
@@ -73,7 +73,7 @@ def staging_path(req: ExportRequest) -> str | None:
     staging folder beside ``f``, whose files saving moves into place). None: export to memory."""
     if not isinstance(req.f, (str, os.PathLike)) or _state_bytes(req.model) <= LARGE_MODEL_BYTES:
         return None
-    from compat.saving import staging_dir
+    from compat.records.saving import staging_dir
 
     # the folder of the file f resolves to: saving moves the staged files there (symlinks followed)
     target = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(req.f))))

@@ -83,8 +83,8 @@ def load_config(start: str) -> dict:
 
     The folder of that pyproject.toml is ``"__folder__"`` (config ``exclude`` is relative to it).
     """
-    from compat.config import read_pyproject
     from compat.errors import CompatValueError
+    from compat.policy.config import read_pyproject
 
     folder = os.path.abspath(start)
     while True:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import compat
-from compat import ledger
+from compat.records import ledger
 
 
 def _records(path):
@@ -45,7 +45,7 @@ def test_concurrent_processes_append_whole_lines(tmp_path):
     book = tmp_path / "ledger.jsonl"
     code = textwrap.dedent(f"""
         import sys
-        from compat import ledger
+        from compat.records import ledger
         for i in range(200):
             ledger.append({str(book)!r}, {{"call_site": "p" + sys.argv[1], "i": i, "pad": "x" * 3000}})
     """)

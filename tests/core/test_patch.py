@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import compat
-from compat import patching
+from compat.tools import patching
 
 
 def test_patch_installs_and_restores():

@@ -152,7 +152,7 @@ def test_route_from_env_and_pyproject(small_net, tmp_path, monkeypatch):
 
 
 def test_pyproject_per_module_rule(small_net, tmp_path, monkeypatch):
-    from compat import config
+    from compat.policy import config
 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.torch-onnx-compat]\nroute = "dynamo"\n'

@@ -41,7 +41,7 @@ def test_fidelity_argv_path_main_exit_code(tmp_path):
     info = json.loads(out.stdout.strip().splitlines()[0])
     file_seen = info.pop("file")
     assert info == {"argv": ["script.py", "--flag", "3"], "path0": str(tmp_path), "name": "__main__",
-                    "patched": "compat.patching", "v": 42}
+                    "patched": "compat.tools.patching", "v": 42}
     plain = subprocess.run([sys.executable, "script.py", "--flag", "3"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     plain_info = json.loads(plain.stdout.strip().splitlines()[0])

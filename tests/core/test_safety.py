@@ -28,7 +28,8 @@ def test_checker_runs_and_rejects_an_invalid_model(small_net, tmp_path):
 
     import onnx
 
-    from compat import removed_options, signature
+    from compat.routing import removed_options
+    from compat.request import normalize
     from compat.errors import RouteFailed
     from compat.request import Outcome
 
@@ -42,7 +43,7 @@ def test_checker_runs_and_rejects_an_invalid_model(small_net, tmp_path):
     compat.export(small_net, (torch.randn(2, 4),), buf, route="legacy")
     proto = onnx.load_from_string(buf.getvalue())
     proto.graph.node[0].attribute.append(onnx.helper.make_attribute("no_such_attribute", 1))
-    req = signature.normalize(small_net, (torch.randn(2, 4),), None, enable_onnx_checker=True)
+    req = normalize.normalize(small_net, (torch.randn(2, 4),), None, enable_onnx_checker=True)
     with pytest.raises(RouteFailed, match="onnx checker rejected the model"):
         removed_options.apply(req, Outcome(route="legacy", model_bytes=proto.SerializeToString()))
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import compat
-from compat import signature
+from compat.request import normalize
 from compat.errors import CompatError, CompatFileNotFoundError, CompatTypeError, CompatValueError
 
 
@@ -23,7 +23,7 @@ X = torch.randn(2, 4)
 
 
 def test_torch_1_4_positional_layout(net):
-    req = signature.normalize(net, X, "m.onnx", True, False, False, ["x"], ["y"], False, False, None, 11)
+    req = normalize.normalize(net, X, "m.onnx", True, False, False, ["x"], ["y"], False, False, None, 11)
     assert req.input_names == ("x",) and req.output_names == ("y",)
     assert req.opset_version == 11 and req.training == "EVAL"
     assert req.operator_export_type == "ONNX"
@@ -32,21 +32,21 @@ def test_torch_1_4_positional_layout(net):
 
 def test_torch_1_10_layout_told_apart_by_aten_bool(net):
     # 1.10: ..., output_names, aten, operator_export_type, opset_version
-    req = signature.normalize(net, X, "m.onnx", True, False, None, ["x"], ["y"], False, None, 12)
+    req = normalize.normalize(net, X, "m.onnx", True, False, None, ["x"], ["y"], False, None, 12)
     assert req.opset_version == 12
-    assert signature.pick_layout((True, False, None, ["x"], ["y"], False, None)) == signature.LAYOUT_1_10
+    assert normalize.pick_layout((True, False, None, ["x"], ["y"], False, None)) == normalize.LAYOUT_1_10
 
 
 def test_torch_1_11_layout(net):
     ot = torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK
-    req = signature.normalize(net, X, "m.onnx", True, False, None, ["x"], ["y"], ot, 13, False)
+    req = normalize.normalize(net, X, "m.onnx", True, False, None, ["x"], ["y"], ot, 13, False)
     assert req.operator_export_type == "ONNX_ATEN_FALLBACK"
     assert req.opset_version == 13 and req.do_constant_folding is False
-    assert signature.pick_layout((True, False, None, ["x"], ["y"], ot)) == signature.LAYOUT_1_11
+    assert normalize.pick_layout((True, False, None, ["x"], ["y"], ot)) == normalize.LAYOUT_1_11
 
 
 def test_removed_keywords_are_accepted_and_recorded(net):
-    req = signature.normalize(
+    req = normalize.normalize(
         net, (X,), "m.onnx", example_outputs=net(X), use_external_data_format=True,
         enable_onnx_checker=True, strip_doc_string=False, _retain_param_name=True,
         export_raw_ir=False, training=torch.onnx.TrainingMode.PRESERVE,
@@ -58,34 +58,34 @@ def test_removed_keywords_are_accepted_and_recorded(net):
 
 
 def test_aten_true_means_onnx_aten(net):
-    assert signature.normalize(net, X, None, aten=True).operator_export_type == "ONNX_ATEN"
+    assert normalize.normalize(net, X, None, aten=True).operator_export_type == "ONNX_ATEN"
 
 
 def test_training_bool_of_torch_1x(net):
-    assert signature.normalize(net, X, None, training=True).training == "TRAINING"
+    assert normalize.normalize(net, X, None, training=True).training == "TRAINING"
 
 
 def test_trailing_dict_becomes_kwargs(net):
-    req = signature.normalize(net, (X, {"scale": X}), None)
+    req = normalize.normalize(net, (X, {"scale": X}), None)
     assert req.args == (X,) and set(req.kwargs) == {"scale"}
 
 
 def test_fallback_true_means_auto_route(net):
-    req = signature.normalize(net, X, None, fallback=True)
+    req = normalize.normalize(net, X, None, fallback=True)
     assert req.route == "auto" and "ONX207" in {u.code for u in req.usages}
 
 
 def test_onx001_only_for_torch_entry_without_dynamo(net):
-    assert "ONX001" in {u.code for u in signature.normalize(net, X, None, _entry="torch.onnx.export").usages}
-    assert "ONX001" not in {u.code for u in signature.normalize(
+    assert "ONX001" in {u.code for u in normalize.normalize(net, X, None, _entry="torch.onnx.export").usages}
+    assert "ONX001" not in {u.code for u in normalize.normalize(
         net, X, None, _entry="torch.onnx.export", dynamo=True).usages}
-    assert "ONX001" not in {u.code for u in signature.normalize(net, X, None).usages}
+    assert "ONX001" not in {u.code for u in normalize.normalize(net, X, None).usages}
 
 
 @pytest.mark.parametrize("f", ["m.onnx", pathlib.Path("m.onnx"), io.BytesIO()])
 def test_f_forms(net, f, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert signature.normalize(net, X, f).f is f
+    assert normalize.normalize(net, X, f).f is f
 
 
 def test_misspelled_keyword_suggests(net, tmp_path):

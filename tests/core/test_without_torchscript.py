@@ -10,7 +10,7 @@ import torch
 
 import compat
 import legacy
-from compat import torch_caps
+from compat.installed import torch_caps
 from compat.errors import ExportFailed, RouteUnavailable
 
 

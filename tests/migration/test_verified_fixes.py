@@ -1,5 +1,5 @@
 """Verified fixes: each legacy script, rewritten, runs with plain python and exports a model
-whose inputs, outputs and onnxruntime numerics match eager torch (and, once ``compat.runner``
+whose inputs, outputs and onnxruntime numerics match eager torch (and, once ``compat.tools.runner``
 exists, the original script run under the shim)."""
 
 import importlib.util
@@ -74,8 +74,8 @@ def test_rewritten_script_matches_eager(script, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(CASES))
 def test_original_under_shim_matches_rewritten(script, tmp_path):
-    if importlib.util.find_spec("compat.runner") is None:
-        pytest.skip("compat.runner (python -m compat run) is not built yet")
+    if importlib.util.find_spec("compat.tools.runner") is None:
+        pytest.skip("compat.tools.runner (python -m compat run) is not built yet")
     shutil.copy(SCRIPTS / script, tmp_path / "orig.py")
     shutil.copy(SCRIPTS / script, tmp_path / "new.py")
     assert main(["--write", "--unsafe-fixes", str(tmp_path / "new.py")]) == 0

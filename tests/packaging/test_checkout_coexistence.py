@@ -17,7 +17,7 @@ from .conftest import REPO, check_exported, make_user_project
 @pytest.mark.parametrize("module", ["migration.tools", "dynamo.export_utils", "legacy.onnx", "compat_user"])
 def test_user_modules_named_like_ours_are_the_call_site(tmp_path: Path, module: str) -> None:
     import compat
-    from compat import notices
+    from compat.policy import notices
 
     path = tmp_path / (module.replace(".", "/") + ".py")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -38,7 +38,7 @@ def test_user_modules_named_like_ours_are_the_call_site(tmp_path: Path, module: 
 
 
 def test_own_files_by_path_not_by_module_name(tmp_path: Path) -> None:
-    from compat import notices
+    from compat.policy import notices
 
     assert notices.is_own_file(str(REPO / "compat" / "api.py"))
     assert notices.is_own_file(str(REPO / "dynamo" / "route.py"))
@@ -50,17 +50,17 @@ def test_route_packages_are_never_a_users(tmp_path: Path, monkeypatch: pytest.Mo
     """A foreign ``legacy`` already imported under that name: ours loads under a private name."""
     import types
 
-    from compat import _routes
+    from compat.routing import route_packages
 
     foreign = types.ModuleType("legacy")
     foreign.__file__ = str(tmp_path / "legacy" / "__init__.py")
     monkeypatch.setitem(sys.modules, "legacy", foreign)
     monkeypatch.delitem(sys.modules, "_torch_onnx_compat_legacy", raising=False)
-    ours = _routes.route_module("legacy")
+    ours = route_packages.route_module("legacy")
     assert ours is not foreign and Path(ours.__file__) == REPO / "legacy" / "__init__.py"
-    assert callable(ours.export) and _routes.route_module("legacy") is ours
+    assert callable(ours.export) and route_packages.route_module("legacy") is ours
     with pytest.raises(ValueError, match="not a route package"):
-        _routes.route_module("migration")
+        route_packages.route_module("migration")
 
 
 @pytest.mark.slow
@@ -80,7 +80,7 @@ def test_compat_run_in_a_user_project_with_legacy_and_dynamo_packages(tmp_path: 
 
 def test_route_packages_are_imported_only_through_routes_helper() -> None:
     """An absolute ``import legacy``/``from dynamo import ...`` would find a user's same-named
-    package in a checkout: the shim's own code reaches them through ``compat._routes``."""
+    package in a checkout: the shim's own code reaches them through ``compat.routing.route_packages``."""
     import ast
 
     offenders = []

@@ -74,7 +74,7 @@ def test_the_rewriter_works_without_the_runtime_extra(tmp_path: Path) -> None:
 
 def test_route_causes_are_one_line_without_colours() -> None:
     from compat.errors import ExportFailed, RouteFailed
-    from compat.runner import route_cause
+    from compat.tools.runner import route_cause
 
     torch_error = RuntimeError(
         "Failed to convert. \x1b[96mThis is step 3/3\x1b[0m of exporting.\n\n## Exception summary\n\n"

@@ -92,7 +92,7 @@ def test_python_310_reads_the_config_with_tomli(tmp_path: Path, monkeypatch: pyt
 
     import tomli
 
-    from compat import config
+    from compat.policy import config
 
     class NoTomllib(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
@@ -124,13 +124,13 @@ def _python310() -> str | None:
 
 @pytest.mark.skipif(_python310() is None, reason="no Python 3.10 interpreter on this machine")
 def test_real_python_310_reads_the_config(tmp_path: Path) -> None:
-    """The lowest supported Python: compat.config (and the rewriter's config read) on 3.10, with
+    """The lowest supported Python: compat.policy.config (and the rewriter's config read) on 3.10, with
     the pure-Python tomli this interpreter has (the distribution depends on it below 3.11)."""
     import tomli
 
     write_pyproject(tmp_path, b'[tool.torch-onnx-compat]\nroute = "legacy"\nstirct = 1\n')
     code = ("import sys; assert sys.version_info[:2] == (3, 10)\n"
-            "from compat import config\n"
+            "from compat.policy import config\n"
             "from compat.errors import CompatValueError\n"
             "try:\n"
             "    config.load_project(sys.argv[1])\n"

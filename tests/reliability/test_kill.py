@@ -16,7 +16,7 @@ import torch
 from rel_helpers import ROOT, Tiny, run_onnx, run_python
 
 import compat
-from compat import saving
+from compat.records import saving
 
 X = torch.randn(3, 4)
 

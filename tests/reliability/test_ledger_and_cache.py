@@ -13,7 +13,9 @@ import torch
 from rel_helpers import Tiny, check_parity, run_python
 
 import compat
-from compat import ledger, route_memory, signature
+from compat.records import ledger
+from compat.routing import route_memory
+from compat.request import normalize
 from compat.errors import CompatValueError
 
 X = (torch.randn(2, 4),)
@@ -91,7 +93,7 @@ _DISK_FULL = """
     import json, os, resource, signal, warnings
     import torch
     import compat
-    from compat import ledger
+    from compat.records import ledger
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # a full disk: writes fail with EFBIG
     book = {book!r}
     good = {{"call_site": "before.py:1", "pad": "x" * 100}}
@@ -139,7 +141,7 @@ def test_disk_full_ledger_warns_and_never_masks_the_export(tmp_path):
 def test_non_regular_route_memory_entry_never_hangs(tmp_path, kind):
     model = DataDependent().eval()
     x = torch.rand(2, 4)
-    req = signature.normalize(model, (x,), tmp_path / "m.onnx", input_names=["x"])
+    req = normalize.normalize(model, (x,), tmp_path / "m.onnx", input_names=["x"])
     path = route_memory.entry_path(req)
     path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "fifo":
@@ -161,7 +163,7 @@ def test_non_regular_route_memory_entry_never_hangs(tmp_path, kind):
 def test_auto_export_with_a_fifo_in_the_cache_falls_back_and_remembers(tmp_path):
     model = DataDependent().eval()
     x = torch.rand(2, 4)
-    req = signature.normalize(model, (x,), tmp_path / "m.onnx", input_names=["x"])
+    req = normalize.normalize(model, (x,), tmp_path / "m.onnx", input_names=["x"])
     path = route_memory.entry_path(req)
     path.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(path)

@@ -106,7 +106,7 @@ def test_binary_file_objects_still_work(tmp_path):
 
 
 def test_highest_supported_opset_is_accepted(tmp_path):
-    from compat import torch_caps
+    from compat.installed import torch_caps
 
     assert torch_caps.max_opset() >= 18
     with pytest.raises(CompatValueError, match=f"between 1 and {torch_caps.max_opset()}"):

@@ -229,7 +229,7 @@ def test_stale_temp_files_and_staging_folders_are_cleaned(tmp_path, monkeypatch)
     import subprocess
     import sys
 
-    from compat import saving
+    from compat.records import saving
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -10,7 +10,7 @@ import torch
 from scale_models import DataDependent, mlp, transformer
 
 import compat
-from compat.parity import ParityReport
+from compat.tools.parity import ParityReport
 
 AXES = {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}
 

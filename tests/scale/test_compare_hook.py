@@ -1,4 +1,4 @@
-"""``compat run --compare``: the hook compat.dispatch calls after each export, and the CLI."""
+"""``compat run --compare``: the hook compat.routing.dispatch calls after each export, and the CLI."""
 
 from __future__ import annotations
 
@@ -15,14 +15,17 @@ import pytest
 import torch
 from scale_models import mlp
 
-from compat import compare_hook, dispatch, request, signature
+from compat.tools import compare_hook
+from compat.routing import dispatch
+from compat import request
+from compat.request import normalize
 
 ROOT = Path(__file__).resolve().parents[2]
 WIRED = "compare_hook" in Path(dispatch.__file__).read_text()
 
 
 def _request():
-    return signature.normalize(mlp(), (torch.randn(2, 4),), None, input_names=["x"],
+    return normalize.normalize(mlp(), (torch.randn(2, 4),), None, input_names=["x"],
                                output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
                                _call_site="export_mlp.py:12")
 
@@ -57,7 +60,7 @@ torch.onnx.export(model, torch.randn(2, 4), "model.onnx", input_names=["x"], out
 """
 
 
-@pytest.mark.skipif(not WIRED, reason="compat.dispatch does not call compare_hook yet (lead wires it)")
+@pytest.mark.skipif(not WIRED, reason="compat.routing.dispatch does not call compare_hook yet (lead wires it)")
 def test_run_compare_records_verdict(tmp_path: Path) -> None:
     script = tmp_path / "export_script.py"
     script.write_text(textwrap.dedent(SCRIPT))

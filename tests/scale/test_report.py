@@ -14,8 +14,9 @@ import torch
 from scale_models import DataDependent, mlp
 
 import compat
-from compat import ledger, report
-from compat.parity import compare
+from compat.records import ledger
+from compat.tools import report
+from compat.tools.parity import compare
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,5 +142,5 @@ def test_empty_ledger_says_no_calls(tmp_path: Path, capsys) -> None:
 
 
 def test_report_does_not_import_torch() -> None:
-    code = "import sys, compat.report; sys.exit('torch' in sys.modules)"
+    code = "import sys, compat.tools.report; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0

@@ -14,8 +14,10 @@ import torch
 from scale_models import DataDependent
 
 import compat
-from compat import ledger, route_memory, signature
-from compat.route_memory import RouteMemoryWarning
+from compat.records import ledger
+from compat.routing import route_memory
+from compat.request import normalize
+from compat.routing.route_memory import RouteMemoryWarning
 
 HERE = Path(__file__).parent
 AXES = {"input_names": ["x"], "dynamic_axes": {"x": {0: "batch"}}}
@@ -30,7 +32,7 @@ def _export(tmp_path: Path, batch: int = 2, features: int = 3, **options):
 
 
 def _request(batch: int = 2, **options):
-    return signature.normalize(DataDependent(), (torch.randn(batch, 3),), None, **{**AXES, **options})
+    return normalize.normalize(DataDependent(), (torch.randn(batch, 3),), None, **{**AXES, **options})
 
 
 def test_fallback_is_remembered_and_reused(tmp_path: Path, isolated_cache: Path,
@@ -58,9 +60,9 @@ def test_key_covers_signature_and_options(tmp_path: Path) -> None:
     route_memory.remember(_request(), "data-dependent control flow")
     assert route_memory.lookup(_request(batch=7)) == "data-dependent control flow"  # dynamic axis
     assert route_memory.lookup(_request(opset_version=17)) is None  # another option
-    other_shape = signature.normalize(DataDependent(), (torch.randn(2, 3, 1),), None, **AXES)
+    other_shape = normalize.normalize(DataDependent(), (torch.randn(2, 3, 1),), None, **AXES)
     assert route_memory.lookup(other_shape) is None  # a static axis changed
-    no_axes = signature.normalize(DataDependent(), (torch.randn(2, 3),), None)
+    no_axes = normalize.normalize(DataDependent(), (torch.randn(2, 3),), None)
     assert route_memory.lookup(no_axes) is None  # batch no longer wildcarded
     # an explicit route never consults or writes the memory
     assert _export(tmp_path, route="legacy").fallback_reason is None
@@ -123,14 +125,16 @@ WRITER = r"""
 import sys, warnings
 sys.path.insert(0, sys.argv[1])
 import torch
-from compat import ledger, route_memory, signature
+from compat.records import ledger
+from compat.request import normalize
+from compat.routing import route_memory
 from scale_models import DataDependent
 me, rounds, log = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 warnings.simplefilter("error", route_memory.RouteMemoryWarning)
 for i in range(rounds):
     # shared keys (every writer hits the same files) and own keys
     for features in (i % 4 + 1, 100 + me * 1000 + i):
-        req = signature.normalize(DataDependent(), (torch.randn(2, features),), None,
+        req = normalize.normalize(DataDependent(), (torch.randn(2, features),), None,
                                   input_names=["x"], dynamic_axes={"x": {0: "batch"}})
         route_memory.remember(req, f"reason-{features}")
         got = route_memory.lookup(req)
@@ -158,7 +162,7 @@ def test_parallel_writers(tmp_path: Path, isolated_cache: Path) -> None:
         entry = json.loads(f.read_text())
         assert entry["key"] == f.stem and entry["reason"].startswith("reason-")
     for features in (1, 2, 3, 4, 100 + 3 * 1000 + rounds - 1):
-        req = signature.normalize(DataDependent(), (torch.randn(9, features),), None, **AXES)
+        req = normalize.normalize(DataDependent(), (torch.randn(9, features),), None, **AXES)
         assert route_memory.lookup(req) == f"reason-{features}"
     lines = log.read_text().splitlines()
     assert len(lines) == writers * rounds
@@ -174,7 +178,7 @@ def user_model_file(tmp_path: Path):
 
     import torch
 
-    from compat import signature
+    from compat.request import normalize
 
     src = tmp_path / "user_model.py"
     src.write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n")
@@ -183,7 +187,7 @@ def user_model_file(tmp_path: Path):
     sys.modules[spec.name] = mod
     try:
         spec.loader.exec_module(mod)
-        yield src, signature.normalize(mod.M(), (torch.randn(2, 3),), None)
+        yield src, normalize.normalize(mod.M(), (torch.randn(2, 3),), None)
     finally:
         sys.modules.pop(spec.name, None)
 
@@ -204,20 +208,20 @@ def test_editing_the_model_source_retries_torch_export(user_model_file) -> None:
 def test_two_models_of_one_container_class_are_remembered_apart() -> None:
     import torch
 
-    from compat import signature
+    from compat.request import normalize
 
     x = torch.randn(2, 5, 16)
     a = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
     b = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU())
-    route_memory.remember(signature.normalize(a, (x,), None), "data-dependent control flow")
-    assert route_memory.lookup(signature.normalize(a, (x,), None)) == "data-dependent control flow"
-    assert route_memory.lookup(signature.normalize(b, (x,), None)) is None
+    route_memory.remember(normalize.normalize(a, (x,), None), "data-dependent control flow")
+    assert route_memory.lookup(normalize.normalize(a, (x,), None)) == "data-dependent control flow"
+    assert route_memory.lookup(normalize.normalize(b, (x,), None)) is None
 
 
 def test_instances_with_different_flags_are_remembered_apart() -> None:
     import torch
 
-    from compat import signature
+    from compat.request import normalize
 
     class M(torch.nn.Module):
         def __init__(self, branchy: bool) -> None:
@@ -229,9 +233,9 @@ def test_instances_with_different_flags_are_remembered_apart() -> None:
             return self.fc(x)
 
     x = torch.ones(2, 4)
-    route_memory.remember(signature.normalize(M(True), (x,), None), "data-dependent control flow")
-    assert route_memory.lookup(signature.normalize(M(True), (x,), None)) is not None
-    assert route_memory.lookup(signature.normalize(M(False), (x,), None)) is None
+    route_memory.remember(normalize.normalize(M(True), (x,), None), "data-dependent control flow")
+    assert route_memory.lookup(normalize.normalize(M(True), (x,), None)) is not None
+    assert route_memory.lookup(normalize.normalize(M(False), (x,), None)) is None
 
 
 def test_touching_the_model_file_keeps_the_memory(user_model_file) -> None:

@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
 @pytest.fixture
 def registered() -> Iterator[Callable[[str, Callable[..., Any], int], None]]:
-    """Register symbolics through compat.registry; unregistered again at teardown."""
-    from compat import registry
+    """Register symbolics through compat.routing.registry; unregistered again at teardown."""
+    from compat.routing import registry
 
     done: list[tuple[str, int]] = []
 

@@ -68,7 +68,7 @@ def test_parity_with_eager_at_two_batch_sizes(scale_gelu, batch):
 
 
 def test_registrations_do_not_leak_after_fixture(scale_gelu):
-    from compat import registry
+    from compat.routing import registry
 
     names = {r.name for r in registry.registrations()}
     assert "symtest::scale_add" not in names and "aten::gelu" not in names
@@ -184,7 +184,7 @@ class OldStyleDomain(torch.nn.Module):
 def test_registration_below_torchs_own_symbolic_applies_on_neither_route():
     """The TorchScript exporter prefers its own opset-9 gelu over a custom one registered at
     opset 1 when exporting at 18; the torch.export route decides the same way."""
-    from compat import registry
+    from compat.routing import registry
 
     with H.registrations(("::gelu", gelu_contrib, 1)):
         assert "aten::gelu" not in registry.active(18)

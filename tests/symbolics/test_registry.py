@@ -1,4 +1,4 @@
-"""compat.registry: validation, forwarding to torch, registrations made directly with torch."""
+"""compat.routing.registry: validation, forwarding to torch, registrations made directly with torch."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from compat import registry
+from compat.routing import registry
 from compat.errors import CompatTypeError, CompatValueError
 from dynamo import torch_internals
 
@@ -78,7 +78,7 @@ def test_patched_torch_function_does_not_recurse(registered):
 
 
 def test_importing_registry_and_dynamo_loads_no_onnx():
-    code = ("import sys, compat.registry, dynamo, dynamo.symbolics; "
+    code = ("import sys, compat.routing.registry, dynamo, dynamo.symbolics; "
             "print(sorted(m for m in ('onnx', 'onnxscript', 'onnx_ir') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

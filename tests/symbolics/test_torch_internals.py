@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compat import torch_caps
+from compat.installed import torch_caps
 from dynamo import torch_internals
 
 

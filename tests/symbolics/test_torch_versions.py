@@ -8,7 +8,7 @@ import pytest
 import symbolics_helpers as H
 import torch
 
-from compat import torch_caps
+from compat.installed import torch_caps
 from dynamo import autograd_functions
 
 pytestmark = pytest.mark.slow
@@ -78,7 +78,7 @@ def test_registration_dispatch_does_not_depend_on_an_earlier_torchscript_export(
     import subprocess
     import sys
 
-    code = ("from compat import registry\n"
+    code = ("from compat.routing import registry\n"
             "registry.register_custom_op_symbolic('aten::layer_norm', lambda g, *a: None, 11)\n"
             "print('aten::layer_norm' in registry.active(16), 'aten::layer_norm' in registry.active(18))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

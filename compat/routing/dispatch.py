@@ -8,9 +8,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import attempt_logs, config, ledger, notices, removed_options, saving, shapes_to_axes
-from .errors import CompatValueError, ExportFailed, OpsetNotReached, RouteFailed, RouteUnavailable
-from .request import ExportRequest, Outcome, Translation
+from compat.errors import (
+    CompatValueError,
+    ExportFailed,
+    OpsetNotReached,
+    RouteFailed,
+    RouteUnavailable,
+)
+from compat.policy import config, notices
+from compat.records import attempt_logs, ledger, saving
+from compat.request import ExportRequest, Outcome, Translation, shapes_to_axes
+from compat.routing import removed_options
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # torch colours its export errors
 # The TorchScript exporter keeps global state (GLOBALS, symbolic registry): one export at a time.
@@ -29,7 +37,7 @@ class RoutePlan:
 
 
 def _route_module(name: str) -> Any:
-    from ._routes import route_module
+    from compat.routing.route_packages import route_module
 
     return route_module(name)
 
@@ -80,14 +88,14 @@ def plan(req: ExportRequest, site: notices.CallSite | None = None) -> RoutePlan:
 
 
 def code_option(code: str) -> str:
-    from . import catalog
+    from compat import catalog
 
     return catalog.get(code).name
 
 
 def _remembered(req: ExportRequest) -> str | None:
     try:
-        from . import route_memory
+        from compat.routing import route_memory
     except ImportError:
         return None
     return route_memory.lookup(req)
@@ -95,7 +103,7 @@ def _remembered(req: ExportRequest) -> str | None:
 
 def _remember(req: ExportRequest, reason: str) -> None:
     try:
-        from . import route_memory
+        from compat.routing import route_memory
     except ImportError:
         return
     route_memory.remember(req, reason)
@@ -184,7 +192,7 @@ def _maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | Non
     """``python -m compat run --compare``: also export on both routes and judge parity."""
     if not config.env_compare():
         return None
-    from .compare_hook import maybe_compare
+    from compat.tools.compare_hook import maybe_compare
 
     return maybe_compare(req, outcome)
 
@@ -194,7 +202,7 @@ def _save(outcome: Outcome, req: ExportRequest) -> str | None:
 
 
 def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
-    from .model_state import inputs_preserved, preserved, route_guard
+    from compat.routing.model_state import inputs_preserved, preserved, route_guard
 
     with _LOCK, preserved(req.model, will_train=req.training == "TRAINING"), \
             inputs_preserved(req.args, req.kwargs):
@@ -236,7 +244,7 @@ def _record(
     failures: dict[str, RouteFailed], error: BaseException | None, start: float,
     logs: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    from . import torch_caps
+    from compat.installed import torch_caps
 
     fallback = outcome.fallback_reason if outcome else (
         attempt_logs.reasons(failures) or None

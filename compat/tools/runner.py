@@ -12,8 +12,9 @@ import warnings
 from collections.abc import Sequence
 from typing import TextIO
 
-from . import commands, config
-from .errors import CompatError, ExportFailed, LegacyExportWarning
+from compat import commands
+from compat.errors import CompatError, ExportFailed, LegacyExportWarning
+from compat.policy import config
 
 PROG = commands.RUN
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -40,7 +41,7 @@ def main(argv: Sequence[str]) -> int:
     if not os.path.isfile(ns.script):
         print(f"{PROG}: can't open file {ns.script!r}", file=sys.stderr)
         return 2
-    from ._runtime import require_runtime
+    from compat.installed.runtime_extra import require_runtime
 
     try:
         require_runtime(PROG)
@@ -61,7 +62,7 @@ def main(argv: Sequence[str]) -> int:
 
 def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
     """Run ``script`` as ``__main__`` with ``sys.argv``/``sys.path[0]`` as python sets them."""
-    from . import patching
+    from compat.tools import patching
 
     path = os.path.abspath(script)
     old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
@@ -87,7 +88,7 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
             sys.path[0] = old_path0
         if summary:
             print_summary()
-            from .compare_hook import print_parity_table
+            from compat.tools.compare_hook import print_parity_table
 
             print_parity_table()
     return code
@@ -122,7 +123,7 @@ def _exit_code(value: object) -> int:
 def print_summary(stream: TextIO | None = None) -> None:
     """One line per export of this process: where, which route, what was translated; a failed
     export also gets one line per route with that route's cause."""
-    from .api import history
+    from compat.api import history
 
     stream = stream or sys.stderr
     if not history:

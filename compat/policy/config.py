@@ -22,8 +22,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import CompatValueError
-from .request import ROUTES
+from compat.errors import CompatValueError
+from compat.request import ROUTES
 
 ENV_ROUTE = "TORCH_ONNX_COMPAT_ROUTE"
 ENV_STRICT = "TORCH_ONNX_COMPAT_STRICT"

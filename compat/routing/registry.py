@@ -25,7 +25,7 @@ _OWN: dict[str, dict[int, Callable[..., Any]]] = {}
 def _torch_originals() -> tuple[Callable[..., None] | None, Callable[..., None] | None]:
     # Taken from torch's defining module, not torch.onnx, so a patched
     # torch.onnx.register_custom_op_symbolic never recurses into us.
-    from ._routes import route_module
+    from compat.routing.route_packages import route_module
 
     torch_internals = route_module("dynamo.torch_internals")
 
@@ -102,7 +102,7 @@ def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> Non
 
 
 def _torch_registered() -> dict[str, dict[int, Callable[..., Any]]]:
-    from ._routes import route_module
+    from compat.routing.route_packages import route_module
 
     torch_internals = route_module("dynamo.torch_internals")
 
@@ -140,7 +140,7 @@ def active(opset: int) -> dict[str, Registration]:
     """name -> the registration that applies at ``opset``: as the TorchScript exporter decides,
     so a registration below one of torch's own symbolics for that op (``::gelu`` at opset 1,
     torch's own gelu at 9) does not apply at opset 18 on either route."""
-    from ._routes import route_module
+    from compat.routing.route_packages import route_module
 
     torch_internals = route_module("dynamo.torch_internals")
 

@@ -12,13 +12,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import (
+from compat.errors import (
     CompatFileNotFoundError,
     CompatPermissionError,
     CompatTypeError,
     CompatValueError,
 )
-from .request import OPERATOR_EXPORT_TYPES, ROUTES, TRAINING_MODES, ExportRequest, Usage
+from compat.request import OPERATOR_EXPORT_TYPES, ROUTES, TRAINING_MODES, ExportRequest, Usage
 
 # Positional layouts after (model, args, f); see shared/LEGACY_PATTERNS.md.
 LAYOUT_1_3 = (
@@ -126,7 +126,7 @@ def _build(
         if opts.get(name) is not None and not isinstance(opts[name], bool):
             raise CompatTypeError(f"{name} must be a bool or None, got {type(opts[name]).__name__}")
 
-    from .catalog import OPTION_CODES
+    from compat.catalog import OPTION_CODES
 
     fields: dict[str, Any] = {}
     given = set(opts)
@@ -352,7 +352,7 @@ def _opset_version(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         hint = f" (did you mean {value.strip()}?)" if isinstance(value, str) and value.strip().isdigit() else ""
         raise CompatTypeError(f"opset_version must be an int, got {type(value).__name__} {value!r}{hint}")
-    from .torch_caps import max_opset
+    from compat.installed.torch_caps import max_opset
 
     highest = max_opset()
     if not 1 <= value <= highest:
@@ -364,7 +364,7 @@ def _opset_version(value: Any) -> int | None:
 
 
 def _torch_version() -> str:
-    from .torch_caps import torch_version_str
+    from compat.installed.torch_caps import torch_version_str
 
     return torch_version_str()
 
@@ -458,7 +458,7 @@ def _check_dynamic_shapes(value: Any, model: Any, args: tuple[Any, ...], kwargs:
 def _bound_params(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> list[Any] | None:
     """forward()'s parameters bound to the call, or None when they cannot be known here."""
     try:
-        from ._routes import route_module
+        from compat.routing.route_packages import route_module
 
         ds = route_module("dynamo.dynamic_shapes")
         args2, kw = ds.split_trailing_kwargs(tuple(args), kwargs)
@@ -557,7 +557,7 @@ def _check_exported_program(req: ExportRequest) -> None:
             "dynamic_shapes cannot change an ExportedProgram's shapes: pass them to "
             "torch.export.export when capturing it, or pass the nn.Module"
         )
-    from ._routes import route_module
+    from compat.routing.route_packages import route_module
 
     reasons = route_module("dynamo").legacy_only_reasons(req)
     if reasons:

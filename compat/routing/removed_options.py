@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .errors import RouteFailed
-from .request import ExportRequest, Outcome, Translation
+from compat.errors import RouteFailed
+from compat.request import ExportRequest, Outcome, Translation
 
 
 def apply(req: ExportRequest, outcome: Outcome) -> None:

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .input_layout import InputLayout, default_probes, input_layout, resized_leaves
-from .request import ExportRequest
+from compat.request import ExportRequest
+from compat.request.layout import InputLayout, default_probes, input_layout, resized_leaves
 
 ROUTES = ("legacy", "dynamo")
 ROUTE_TITLES = {"legacy": "legacy (TorchScript)", "dynamo": "dynamo (torch.export)"}
@@ -249,12 +249,13 @@ def compare(
     and is merged over ``DEFAULT_TOLERANCES``; ``probes`` overrides the generated sizes, e.g.
     ``[{"batch": 3}, {"seq": 7}]``. Models go to ``workdir`` (default: a temp folder, removed).
     """
-    from . import notices, signature
+    from compat.policy import notices
+    from compat.request import normalize
 
     for name in ("f", "dynamo", "route", "fallback"):
         export_options.pop(name, None)
     site = notices.find_call_site()
-    req = signature.normalize(model, args, None, _call_site=str(site), _entry="compat.compare",
+    req = normalize.normalize(model, args, None, _call_site=str(site), _entry="compat.compare",
                               **export_options)
     return compare_request(req, tolerances=tolerances, probes=probes, latency_runs=latency_runs,
                            workdir=workdir)
@@ -275,7 +276,7 @@ def compare_request(
     for p in probes or ():
         unknown = sorted(set(p) - set(sizes))
         if unknown:
-            from .errors import CompatValueError
+            from compat.errors import CompatValueError
 
             raise CompatValueError(
                 f"probes: {unknown} name no dynamic axis of this call (known: {sorted(sizes) or 'none'})")
@@ -312,7 +313,7 @@ def compare_request(
 @contextlib.contextmanager
 def _own_exports() -> Iterator[None]:
     """compare's exports leave no ledger record and trigger no nested compare."""
-    from . import config
+    from compat.policy import config
 
     token = _IN_COMPARE.set(True)
     with _ENV_LOCK:
@@ -327,7 +328,8 @@ def _own_exports() -> Iterator[None]:
 
 
 def _export_route(req: ExportRequest, route: str, folder: str) -> tuple[RouteResult, Any]:
-    from . import dispatch, notices
+    from compat.policy import notices
+    from compat.routing import dispatch
 
     result = RouteResult(route)
     path = os.path.join(folder, f"{route}.onnx")
@@ -357,7 +359,7 @@ def _export_route(req: ExportRequest, route: str, folder: str) -> tuple[RouteRes
 
 def _error_text(exc: BaseException) -> str:
     """The route's failure class and the first line of its cause (not torch's whole essay)."""
-    from .errors import ExportFailed, RouteFailed
+    from compat.errors import ExportFailed, RouteFailed
 
     failures = list(exc.failures.values()) if isinstance(exc, ExportFailed) else [exc]
     parts = []

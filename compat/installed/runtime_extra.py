@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from .errors import RuntimeExtraMissing
+from compat.errors import RuntimeExtraMissing
 
 #: what an export needs; onnxruntime is only needed by parity checks, which import it themselves
 RUNTIME_MODULES = ("torch", "onnx", "onnxscript")

@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from . import catalog
-from .errors import LegacyExportWarning, StrictModeError
-from .request import Usage
+from compat import catalog
+from compat.errors import LegacyExportWarning, StrictModeError
+from compat.request import Usage
 
 
 def _own_folders() -> tuple[str, ...]:
     """Where this project's code lives: the installed ``torch_onnx_compat`` folder (which holds
     the routes and the rewriter), or in a checkout ``compat/`` and its sibling folders."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if os.path.isdir(os.path.join(here, "legacy")):
         return (here + os.sep,)
     root = os.path.dirname(here)
@@ -131,7 +131,7 @@ _pending_api_codes: list[str] = []
 
 def api_usage(code: str, site: CallSite) -> None:
     """A legacy torch.onnx API that is not an export call: strict mode raises, else warn."""
-    from .config import resolve_strict
+    from compat.policy.config import resolve_strict
 
     if resolve_strict(None, str(site)):
         raise_strict([Usage(code, catalog.get(code).name)])

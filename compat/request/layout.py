@@ -1,7 +1,7 @@
 """The inputs of one export call as the graph sees them: leaves in forward() order, their names,
 their dynamic axes, and inputs regenerated at other sizes along those axes.
 
-Used by ``compat.parity`` (probing other sizes) and ``compat.route_memory`` (keys that wildcard
+Used by ``compat.tools.parity`` (probing other sizes) and ``compat.routing.route_memory`` (keys that wildcard
 dynamic axes). Imports torch on use.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .request import ExportRequest
+from compat.request import ExportRequest
 
 
 @dataclass
@@ -46,7 +46,7 @@ def input_layout(req: ExportRequest) -> InputLayout:
     """Leaves of ``req``'s call in forward() signature order (the legacy graph-input order)."""
     from torch.utils import _pytree
 
-    from ._routes import route_module
+    from compat.routing.route_packages import route_module
 
     ds = route_module("dynamo.dynamic_shapes")
 

@@ -1,6 +1,6 @@
 """``python -m compat run --compare``: every export call also runs ``compat.compare``.
 
-``compat.dispatch`` calls ``maybe_compare(req, outcome)`` after a successful export and records
+``compat.routing.dispatch`` calls ``maybe_compare(req, outcome)`` after a successful export and records
 the result under ``parity`` in the ledger; the runner prints ``print_parity_table`` at exit.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from .config import ENV_COMPARE, env_compare
+from compat.policy.config import ENV_COMPARE, env_compare
 
 __all__ = ["ENV_COMPARE", "enabled", "maybe_compare", "print_parity_table", "results"]
-from .request import ExportRequest, Outcome
+from compat.request import ExportRequest, Outcome
 
 #: (call site, model, parity summary) of every compared call in this process
 results: list[tuple[str, str, dict[str, Any]]] = []
@@ -26,7 +26,7 @@ def maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None
     """The parity summary of ``req`` when compare mode is on (never raises), else None."""
     if not enabled():
         return None
-    from .parity import compare_request, in_compare
+    from compat.tools.parity import compare_request, in_compare
 
     if in_compare():
         return None

@@ -17,11 +17,13 @@ from types import ModuleType
 
 ROUTE_PACKAGES = ("legacy", "dynamo")
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-#: installed layout: the route packages are subpackages of this one
+#: the ``compat`` (installed: ``torch_onnx_compat``) package folder
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: installed layout: the route packages are subpackages of that one
 _INSTALLED = os.path.isdir(os.path.join(_HERE, "legacy"))
 _CHECKOUT_ROOT = os.path.dirname(_HERE)
 _ALIAS_PREFIX = "_torch_onnx_compat_"
+_TOP = __package__.rpartition(".")[0]  # compat, or torch_onnx_compat when installed
 _lock = threading.RLock()
 
 
@@ -31,7 +33,7 @@ def route_module(dotted: str) -> ModuleType:
     if top not in ROUTE_PACKAGES:
         raise ValueError(f"not a route package: {dotted!r}")
     if _INSTALLED:
-        return importlib.import_module(f".{dotted}", __package__)
+        return importlib.import_module(f"{_TOP}.{dotted}")
     package = _checkout_package(top)
     return importlib.import_module(f"{package.__name__}.{rest}") if rest else package
 

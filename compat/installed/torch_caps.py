@@ -91,7 +91,7 @@ def torchlib_min_opset() -> int:
 
         return int(_constants.TORCHLIB_OPSET)
     except (ImportError, AttributeError):
-        from .catalog import DYNAMO_MIN_OPSET
+        from compat.catalog import DYNAMO_MIN_OPSET
 
         return DYNAMO_MIN_OPSET
 
@@ -165,7 +165,7 @@ def dynamo_default_opset() -> int:
 
         return int(_constants.ONNX_DEFAULT_OPSET)
     except (ImportError, AttributeError):
-        from .catalog import DYNAMO_MIN_OPSET
+        from compat.catalog import DYNAMO_MIN_OPSET
 
         return DYNAMO_MIN_OPSET
 

@@ -19,8 +19,8 @@ import traceback
 from types import TracebackType
 from typing import Any, final
 
-from .errors import LegacyExportWarning
-from .warning_tap import WarningTap
+from compat.errors import LegacyExportWarning
+from compat.policy.warning_tap import WarningTap
 
 
 @final

@@ -140,7 +140,7 @@ def route_guard(model: Any, route: str, verify: bool = False) -> contextlib.Abst
 def inputs_preserved(args: Any, kwargs: Any) -> Iterator[None]:
     """Undo the marks torch.export leaves on example inputs (``_dynamo_dynamic_indices`` and
     friends): a failed attempt would otherwise make the next export of the same tensor dynamic."""
-    from .signature import flat_tensors
+    from compat.request.normalize import flat_tensors
 
     tensors = flat_tensors((args, kwargs))
     saved = [(t, {k: v for k, v in vars(t).items() if k.startswith("_dynamo_")}) for t in tensors]

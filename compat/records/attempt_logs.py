@@ -12,14 +12,14 @@ import os
 import time
 from pathlib import Path
 
-from .errors import RouteFailed
+from compat.errors import RouteFailed
 
 
 def folder(ledger_path: str | None) -> Path | None:
     """The folder for attempt logs (None: keep none)."""
     if ledger_path:
         return Path(ledger_path + ".logs")
-    from .route_memory import cache_dir
+    from compat.routing.route_memory import cache_dir
 
     base = cache_dir()
     return base / "export-logs" if base is not None else None

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import commands
+from compat import commands
 
 REMEMBERED = "remembered fallback: "
 LEGACY_ONLY = "routed to the TorchScript exporter"
@@ -173,7 +173,7 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
 
 
 def _titles(codes: Iterable[str]) -> dict[str, str]:
-    from . import catalog
+    from compat import catalog
 
     out: dict[str, str] = {}
     for code in codes:

@@ -32,8 +32,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import CompatValueError
-from .request import ExportRequest, Outcome
+from compat.errors import CompatValueError
+from compat.request import ExportRequest, Outcome
 
 PROTOBUF_LIMIT = 2**31 - 1  # a single ModelProto cannot be larger than 2 GB
 STAGING_PREFIX = ".compat-export-"

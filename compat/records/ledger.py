@@ -17,14 +17,14 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .errors import CompatValueError
+from compat.errors import CompatValueError
 
 FIELDS = (
     "call_site", "route_requested", "route_taken", "fallback_reason", "translations",
     "warnings", "output", "duration_s", "torch_version", "model", "status", "error", "notes",
     "opset_written", "attempt_logs", "tracer_warnings",
 )
-ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"  # same name as compat.config.ENV_LEDGER
+ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"  # same name as compat.policy.config.ENV_LEDGER
 
 
 class LedgerWarning(RuntimeWarning):
@@ -117,7 +117,7 @@ def _locked(fd: int) -> Iterator[None]:
 
 
 def _warn(message: str) -> None:
-    from . import notices
+    from compat.policy import notices
 
     notices.emit(LedgerWarning(message), notices.find_call_site())
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .config import ENV_CACHE_DIR
-from .request import ExportRequest
+from compat.policy.config import ENV_CACHE_DIR
+from compat.request import ExportRequest
 
 SCHEMA = 1
 SUBDIR = "route-memory"
@@ -60,7 +60,8 @@ def cache_dir() -> Path | None:
 
 def versions() -> dict[str, str]:
     """The versions a memory entry is valid for."""
-    from . import __version__, torch_caps
+    from compat import __version__
+    from compat.installed import torch_caps
 
     return {"torch": torch_caps.torch_version_str(), "compat": __version__}
 
@@ -274,7 +275,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def _warn(message: str) -> None:
     """Warn at the user's export call (default filters then show it once per call site)."""
-    from . import notices
+    from compat.policy import notices
 
     notices.emit(RouteMemoryWarning(message), notices.find_call_site())
 
@@ -283,7 +284,7 @@ def _warn(message: str) -> None:
 
 def input_signature(req: ExportRequest) -> list[str]:
     """``dtype[d0,d1,...]`` per tensor input (``*`` on dynamic axes); type/value of other leaves."""
-    from .input_layout import input_layout
+    from compat.request.layout import input_layout
 
     layout = input_layout(req)
     out: list[str] = []

@@ -7,15 +7,15 @@ input names (the caller's ``input_names``, else forward()'s parameter names), Di
 
 from __future__ import annotations
 
-from .errors import RouteFailed
-from .request import ExportRequest, Translation
+from compat.errors import RouteFailed
+from compat.request import ExportRequest, Translation
 
 
 def for_torchscript(req: ExportRequest) -> tuple[ExportRequest, Translation | None]:
     """``req`` with ``dynamic_shapes`` turned into ``dynamic_axes`` (unchanged without it)."""
     if req.dynamic_shapes is None:
         return req, None
-    from .input_layout import input_layout
+    from compat.request.layout import input_layout
 
     try:
         layout = input_layout(req)

@@ -14,7 +14,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from . import catalog, notices, torch_api
+from compat import catalog
+from compat.installed import torch_api
+from compat.policy import notices
 
 _lock = threading.Lock()
 _depth = 0
@@ -41,27 +43,27 @@ def _warn(code: str) -> None:
 
 def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
     """``torch.onnx.export`` under the shim."""
-    from .api import _export
+    from compat.api import _export
 
     return _export(model, args, f, *positional, _entry="torch.onnx.export", **options)
 
 
 def utils_export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
-    from .api import _export
+    from compat.api import _export
 
     return _export(model, args, f, *positional, _entry="torch.onnx.utils.export", **options)
 
 
 def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Any, opset_version: int) -> None:
     _warn("ONX301")
-    from . import registry
+    from compat.routing import registry
 
     registry.register_custom_op_symbolic(symbolic_name, symbolic_fn, opset_version)
 
 
 def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> None:
     _warn("ONX301")
-    from . import registry
+    from compat.routing import registry
 
     registry.unregister_custom_op_symbolic(symbolic_name, opset_version)
 
@@ -72,7 +74,7 @@ def select_model_mode_for_export(model: Any, mode: Any) -> Iterator[None]:
     _warn("ONX404")
     name = getattr(mode, "name", mode)
     if name not in ("EVAL", "PRESERVE", "TRAINING", None):
-        from .errors import CompatValueError
+        from compat.errors import CompatValueError
 
         raise CompatValueError(f"mode must be a torch.onnx.TrainingMode, got {mode!r}")
     was = model.training
@@ -98,7 +100,7 @@ class ExportOptions:
 def dynamo_export(model: Any, /, *model_args: Any, export_options: ExportOptions | None = None,
                   **model_kwargs: Any) -> Any:
     """The removed ``torch.onnx.dynamo_export``: an ``ONNXProgram`` (it has ``.save()``)."""
-    from .api import _export
+    from compat.api import _export
 
     options: dict[str, Any] = {"kwargs": model_kwargs or None, "dynamo": True}
     if export_options is not None and export_options.dynamic_shapes:

@@ -1,0 +1,2 @@
+"""Warnings and config: route and strictness settings, and the legacy-usage warnings at the
+user's call line."""
