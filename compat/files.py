@@ -1,0 +1,151 @@
+"""File helpers shared by the shim and the rewriter (standard library only, no torch).
+
+* :func:`atomic_write` replaces a file as one ``os.replace`` of a temp file written beside it:
+  readers see the old content or the new one, never a part. The saved model, route-memory
+  entries and rewritten sources all go through it.
+* :func:`find_pyproject` / :func:`find_project_root`: the nearest ``pyproject.toml`` at or above
+  a folder, for ``[tool.torch-onnx-compat]`` (the shim's config and the rewriter's table).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import stat
+import threading
+from collections.abc import Callable
+
+#: temp files of :func:`atomic_write`: ``.<name>.compat-<pid>-<thread>.tmp``; group 1 is the pid
+#: of the writer, so leftovers of a killed process can be recognised and removed
+TEMP_FILE = re.compile(r"^\..+\.compat-(\d+)-(\d+)\.tmp$")
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class FolderNotWritable(PermissionError):
+    """No temp file can be created beside the target. The same errno and message as the
+    original ``PermissionError``, which is kept as ``error`` (a caller may then write in place)."""
+
+    def __init__(self, error: PermissionError) -> None:
+        super().__init__(error.errno, error.strerror, error.filename)
+        self.error = error
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    require_owner: bool = False,
+    before_replace: Callable[[], None] | None = None,
+) -> str:
+    """Replace the file at ``path`` with ``data`` atomically; returns the path written.
+
+    A symlink is followed (the link stays a link, its target gets the content). The temp file is
+    created in the target's folder (never through a file or link someone left at its name), gets
+    an existing file's mode and, where allowed (root), its owner and group, else the umask's mode
+    as ``open()`` would give it; file and folder are fsynced around the ``os.replace``. With
+    ``require_owner`` a file whose owner cannot be kept is not replaced (``PermissionError``).
+    ``before_replace`` runs after the data is written, before it is moved into place.
+    On any failure the old file is untouched and no temp file is left behind.
+    """
+    target = os.path.realpath(os.fspath(path))
+    folder, name = os.path.split(target)
+    try:
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    fd, tmp = _create_temp(folder, name)
+    try:
+        try:
+            keep_owner_and_mode(fd, st, require_owner=require_owner)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_folder(folder)
+    return target
+
+
+def keep_owner_and_mode(fd: int, st: os.stat_result | None, *, require_owner: bool = False) -> None:
+    """Give the open file ``fd`` the mode and, where allowed, the owner and group of the file
+    ``st`` describes (nothing for a new file: ``st`` is None). Owner first: a ``chown`` may
+    clear set-id bits the mode then restores."""
+    if st is None:
+        return
+    if hasattr(os, "fchown"):
+        new = os.fstat(fd)
+        if (new.st_uid, new.st_gid) != (st.st_uid, st.st_gid):
+            try:
+                os.fchown(fd, st.st_uid, st.st_gid)  # only root (or a group member) may
+            except OSError as exc:
+                if require_owner:
+                    raise PermissionError(exc.errno, f"cannot keep the file's owner and group "
+                                                     f"({st.st_uid}:{st.st_gid})") from exc
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+
+
+def keep_owner_and_mode_of_path(path: str, st: os.stat_result | None) -> None:
+    """:func:`keep_owner_and_mode` for a file given by its path."""
+    fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+    try:
+        keep_owner_and_mode(fd, st)
+    finally:
+        os.close(fd)
+
+
+def fsync_folder(folder: str) -> None:
+    """Make a rename in ``folder`` durable (best effort: some systems cannot open a folder)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder or ".", os.O_RDONLY | _O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _create_temp(folder: str, name: str) -> tuple[int, str]:
+    """A new temp file beside ``name`` (O_EXCL; mode 0o666 lets the umask decide). A name left
+    by an earlier process with this pid gets a random token added rather than be reused."""
+    base = f".{name}"
+    while True:
+        tmp = os.path.join(folder, f"{base}.compat-{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            base = f".{name}.{secrets.token_hex(4)}"
+        except PermissionError as exc:
+            raise FolderNotWritable(exc) from exc
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def find_pyproject(start: str | os.PathLike[str]) -> str | None:
+    """The nearest ``pyproject.toml`` at or above the folder ``start``, or None."""
+    folder = os.path.abspath(os.fspath(start))
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def find_project_root(start: str | os.PathLike[str]) -> str | None:
+    """The folder of the nearest ``pyproject.toml`` at or above ``start``, or None."""
+    found = find_pyproject(start)
+    return None if found is None else os.path.dirname(found)

@@ -1,0 +1,112 @@
+"""compat.files: the one atomic write and the one pyproject.toml finder of the project."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+
+import pytest
+
+from compat import files
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_new_file_gets_the_umask_mode(tmp_path):
+    target = tmp_path / "a.json"
+    assert files.atomic_write(target, b"new") == str(target)
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o666 & ~_umask()
+    assert os.listdir(tmp_path) == ["a.json"]
+
+
+def test_existing_file_keeps_its_mode(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o640)
+    files.atomic_write(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+
+
+def test_symlink_is_followed_and_stays_a_link(tmp_path):
+    (tmp_path / "store").mkdir()
+    real = tmp_path / "store" / "real.py"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    assert files.atomic_write(link, b"new") == str(real)
+    assert link.is_symlink() and real.read_bytes() == b"new"
+
+
+def test_failure_before_replace_keeps_the_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old")
+
+    def crash() -> None:
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        files.atomic_write(target, b"new", before_replace=crash)
+    assert target.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["a.py"]
+
+
+def test_a_leftover_temp_of_this_pid_is_not_reused(tmp_path):
+    leftover = tmp_path / f".a.py.compat-{os.getpid()}-{threading.get_ident()}.tmp"
+    leftover.write_bytes(b"someone else's")
+    files.atomic_write(tmp_path / "a.py", b"new")
+    assert (tmp_path / "a.py").read_bytes() == b"new"
+    assert leftover.read_bytes() == b"someone else's"
+    assert sorted(os.listdir(tmp_path)) == sorted(["a.py", leftover.name])
+
+
+def test_temp_names_are_recognised_with_their_pid(tmp_path):
+    seen: list[str] = []
+    files.atomic_write(tmp_path / "m.onnx", b"x", before_replace=lambda: seen.extend(os.listdir(tmp_path)))
+    (name,) = seen
+    match = files.TEMP_FILE.match(name)
+    assert match is not None and int(match.group(1)) == os.getpid()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder")
+def test_unwritable_folder_raises_folder_not_writable(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_bytes(b"old")
+    os.chmod(tmp_path, 0o500)
+    try:
+        with pytest.raises(files.FolderNotWritable) as info:
+            files.atomic_write(target, b"new")
+    finally:
+        os.chmod(tmp_path, 0o700)
+    assert isinstance(info.value, PermissionError) and isinstance(info.value.error, PermissionError)
+    assert info.value.strerror == info.value.error.strerror
+    assert target.read_bytes() == b"old"
+
+
+def test_find_pyproject_walks_up_to_the_nearest(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'outer'\n")
+    inner = tmp_path / "pkg" / "sub"
+    inner.mkdir(parents=True)
+    assert files.find_pyproject(inner) == str(tmp_path / "pyproject.toml")
+    assert files.find_project_root(inner) == str(tmp_path)
+    (tmp_path / "pkg" / "pyproject.toml").write_text("")
+    assert files.find_project_root(inner) == str(tmp_path / "pkg")
+
+
+def test_files_is_torch_free():
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(files))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported <= {"__future__", "contextlib", "os", "re", "secrets", "stat", "threading",
+                        "collections"}
