@@ -39,6 +39,19 @@ class RouteUnavailable(CompatError, RuntimeError):
     """The installed torch lacks what a route needs (e.g. the TorchScript exporter)."""
 
 
+class TorchInternalsMoved(CompatError, RuntimeError):
+    """A private torch piece the shim relies on is gone from the installed torch (an upgrade moved
+    or removed it): the shim stops here rather than silently doing less."""
+
+    def __init__(self, what: str, torch_version: str) -> None:
+        super().__init__(
+            f"torch {torch_version} no longer has {what}, which torch-onnx-compat relies on; "
+            "this torch is outside the tested range (README: Version matrix)"
+        )
+        self.what = what
+        self.torch_version = torch_version
+
+
 class RouteFailed(CompatError, RuntimeError):
     """One route could not export the model. ``reason`` is a short class of the cause; ``where``
     the model line that blocked it when known; ``log`` what torch printed while it tried."""

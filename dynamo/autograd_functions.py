@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from . import legacy_graph
+from . import legacy_graph, torch_internals
 
 _LOCK = threading.RLock()
 _COUNTER = itertools.count()
@@ -86,9 +86,7 @@ class Call:
 
 
 def _uses_setup_context(cls: type) -> bool:
-    from torch.autograd.function import _SingleLevelFunction
-
-    return getattr(cls, "setup_context", None) is not _SingleLevelFunction.setup_context
+    return torch_internals.uses_setup_context(cls)
 
 
 @dataclass
@@ -146,12 +144,10 @@ class Session:
             raise TypeError(f"{cls.__qualname__}.forward returned non-tensor outputs")
         call.single = not isinstance(out, (tuple, list))
         call.n_outputs = len(outs)
-        from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-
-        if any(free_unbacked_symbols(o) for o in outs):
+        if torch_internals.has_unbacked_symbols(outs):
             self._data_dependent(cls, None)
         # an op's outputs may not alias its inputs
-        return [o.clone() if o._is_view() or any(o is t for t in tensors) else o for o in outs]
+        return [o.clone() if torch_internals.is_view(o) or any(o is t for t in tensors) else o for o in outs]
 
     def _data_dependent(self, cls: type, exc: BaseException | None) -> None:
         limit = legacy_graph.LegacyOnly(
@@ -209,7 +205,7 @@ class Session:
 
     def close(self) -> None:
         if self.lib is not None:
-            self.lib._destroy()
+            torch_internals.destroy_library(self.lib)
         self.lib = None
         self.calls.clear()
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils import _pytree
 
 from compat.errors import CompatTypeError, CompatValueError, RouteFailed
+
+from . import torch_internals
 
 #: the size a size-1 example is tiled to before capture
 CAPTURE_SIZE = 2
@@ -253,7 +254,7 @@ def _tensor_leaves(params: list[Param]) -> tuple[list[torch.Tensor], list[int]]:
     leaves: list[torch.Tensor] = []
     owner: list[int] = []
     for i, p in enumerate(params):
-        for leaf in _pytree.tree_leaves(p.value):
+        for leaf in torch_internals.tree_leaves(p.value):
             if isinstance(leaf, torch.Tensor):
                 leaves.append(leaf)
                 owner.append(i)
@@ -302,7 +303,7 @@ def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor]) -
     new_params: list[Param] = []
     shapes: dict[str, Any] = {}
     for p in params:
-        flat, spec = _pytree.tree_flatten(p.value)
+        flat, spec = torch_internals.tree_flatten(p.value)
         new_flat, shape_flat = [], []
         for leaf in flat:
             if isinstance(leaf, torch.Tensor):
@@ -312,8 +313,8 @@ def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor]) -
             else:
                 new_flat.append(leaf)
                 shape_flat.append(None)
-        new_params.append(Param(p.name, p.kind, _pytree.tree_unflatten(new_flat, spec)))
-        shapes[p.name] = _pytree.tree_unflatten(shape_flat, spec)
+        new_params.append(Param(p.name, p.kind, torch_internals.tree_unflatten(new_flat, spec)))
+        shapes[p.name] = torch_internals.tree_unflatten(shape_flat, spec)
     return new_params, shapes
 
 
@@ -336,7 +337,7 @@ def fixed_by_model(exported: Any, plan: ShapePlan) -> dict[tuple[int, int], int]
         if spec.kind == InputKind.USER_INPUT and isinstance(spec.arg, TensorArgument):
             val = placeholders[spec.arg.name].meta.get("val")
             shapes.append(getattr(val, "shape", None))
-    leaves = [t for t in _pytree.tree_leaves((plan.args, plan.kwargs)) if isinstance(t, torch.Tensor)]
+    leaves = [t for t in torch_internals.tree_leaves((plan.args, plan.kwargs)) if isinstance(t, torch.Tensor)]
     if len(shapes) != len(leaves) or any(
         s is None or len(s) != t.dim() for s, t in zip(shapes, leaves)
     ):

@@ -46,19 +46,18 @@ def register(model: Any) -> list[type]:
         register_for_model = getattr(importlib.import_module(REGISTER[0]), REGISTER[1])
     except (ImportError, AttributeError):
         return []
-    from torch.utils import _pytree
+    from . import torch_internals
 
-    before = set(_pytree.SUPPORTED_NODES)
+    before = torch_internals.pytree_node_types()
     register_for_model(model)
-    return [cls for cls in list(_pytree.SUPPORTED_NODES) if cls not in before]
+    return [cls for cls in torch_internals.pytree_node_types() if cls not in before]
 
 
 def deregister(classes: list[type]) -> None:
-    from torch.utils import _pytree
+    from . import torch_internals
 
     for cls in classes:
-        if cls in _pytree.SUPPORTED_NODES:
-            _pytree._deregister_pytree_node(cls)
+        torch_internals.deregister_pytree_node(cls)
 
 
 def used_in(program: Any, classes: list[type]) -> dict[str, list[str]]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch import _C
 
 from . import opset_idioms, torch_internals
 
@@ -144,11 +143,9 @@ def _torch_to_ir_dtype(dtype: torch.dtype | None) -> Any:
 def _jit_type_for(value: Any) -> Any:
     """A TensorType carrying the dtype and (possibly symbolic) sizes of an ONNX IR value."""
     dtype = _ir_to_torch_dtype(getattr(value, "dtype", None)) or torch.float32
-    t = _C.TensorType.create_from_tensor(torch.empty(0, dtype=dtype))
     shape = getattr(value, "shape", None)
-    if shape is None:
-        return _C.TensorType.get().with_dtype(dtype)
-    return t.with_sizes([d if isinstance(d, int) else None for d in shape])
+    sizes = None if shape is None else [d if isinstance(d, int) else None for d in shape]
+    return torch_internals.jit_tensor_type(dtype, sizes)
 
 
 # ---------------------------------------------------------------- the run
@@ -167,7 +164,7 @@ class Run:
 
 def _new_run(opset: int) -> Run:
     torch_internals.clear_shape_records(opset)
-    graph = _C.Graph()
+    graph = torch_internals.new_jit_graph()
     ctx = _context_class()(graph=graph, block=graph.block(), opset=opset, original_node=None,
                            params_dict={}, env={}, values_in_env=set())
     return Run(graph, ctx)
@@ -189,7 +186,7 @@ def _graph_input(run: Run, value: Any) -> Any:
 
 def _none_value(run: Run) -> Any:
     node = run.graph.insertNode(run.graph.create("prim::Constant"))
-    node.output().setType(_C.NoneType.get())
+    node.output().setType(torch_internals.jit_none_type())
     return node.output()
 
 
@@ -205,9 +202,7 @@ def _legacy_arg(run: Run, arg: Any) -> Any:
     if isinstance(arg, str):
         return run.ctx.op("Constant", value_s=arg)
     if isinstance(arg, torch.dtype):
-        from torch.onnx._internal.torchscript_exporter import _type_utils
-
-        arg = int(_type_utils.JitScalarType.from_dtype(arg))
+        arg = torch_internals.jit_scalar_type(arg)
     if isinstance(arg, (torch.device, torch.layout, torch.memory_format)):
         return _none_value(run)
     if isinstance(arg, torch.Tensor):
@@ -286,10 +281,10 @@ def _promote_scalars(run: Run, outs: list[Any], opset: int) -> None:
 
 
 def _flatten_outputs(result: Any, name: str) -> list[Any]:
-    if isinstance(result, _C.Value):
+    if torch_internals.is_jit_value(result):
         return [result]
-    if (isinstance(result, (list, tuple)) and any(isinstance(v, _C.Value) for v in result)
-            and all(v is None or isinstance(v, _C.Value) for v in result)):
+    if (isinstance(result, (list, tuple)) and any(torch_internals.is_jit_value(v) for v in result)
+            and all(v is None or torch_internals.is_jit_value(v) for v in result)):
         return list(result)  # None: an output the TorchScript route leaves unconverted
     raise RuntimeError(f"symbolic {name} returned {type(result).__name__}, not graph values")
 
@@ -452,7 +447,7 @@ def _kind_of(value: Any) -> str:
 
 def _copy_type(jv: Any, iv: Any) -> None:
     jtype = jv.type()
-    if not isinstance(jtype, _C.TensorType):
+    if not torch_internals.is_jit_tensor_type(jtype):
         return
     import onnx_ir as ir
 

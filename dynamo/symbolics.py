@@ -98,9 +98,9 @@ def _bind(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[An
 
 
 def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callable[..., Any]:
-    from . import legacy_graph
+    from . import legacy_graph, torch_internals
 
-    schema = overload._schema
+    schema = torch_internals.op_schema(overload)
     list_return = len(schema.returns) == 1 and "[]" in str(schema.returns[0].type)
     single = len(schema.returns) == 1 and not list_return
     label = legacy_graph.qualname(reg.fn)

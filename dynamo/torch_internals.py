@@ -1,8 +1,13 @@
-"""The one home of the private torch internals the custom-symbolics adapter touches.
+"""The one home of the private torch internals the torch.export route touches.
 
-Every access goes through a probe in ``compat.installed.torch_caps`` (``SYMBOLICS_INTERNALS``);
-``tests/symbolics/test_torch_internals.py`` fails loudly when a torch upgrade moves them.
-Nothing here imports onnx or onnxscript at module import.
+The custom-symbolics adapter's pieces are listed in ``compat.installed.torch_caps``
+(``SYMBOLICS_INTERNALS``), the route's others in ``ROUTE_INTERNALS`` here: TorchScript IR types
+(``torch._C``) the legacy graph context builds with, ``autograd.Function`` and ``torch.library``
+internals the opaque-Function session uses, symbolic-shape queries, and ``torch.utils._pytree``.
+``check()`` names whatever a torch upgrade moved; ``tests/symbolics/test_torch_internals.py`` and
+``tests/dynamo/test_route_internals.py`` fail loudly on that torch. A piece that is gone when
+used raises ``TorchInternalsMoved`` (never a silent default). Nothing here imports onnx or
+onnxscript at module import.
 """
 
 from __future__ import annotations
@@ -11,13 +16,56 @@ import contextlib
 import functools
 import importlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compat.installed import torch_caps
 
+if TYPE_CHECKING:
+    from compat.errors import TorchInternalsMoved
+
+
+#: the route's other private torch pieces: (module, dotted attribute)
+ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
+    ("torch._C", "Graph"),
+    ("torch._C", "Value"),
+    ("torch._C", "TensorType"),
+    ("torch._C", "TensorType.create_from_tensor"),
+    ("torch._C", "TensorType.get"),
+    ("torch._C", "NoneType.get"),
+    ("torch.onnx._internal.torchscript_exporter._type_utils", "JitScalarType.from_dtype"),
+    ("torch._ops", "OpOverload"),
+    ("torch", "ops.aten.add.Tensor._schema"),
+    ("torch", "Tensor._is_view"),
+    ("torch.autograd.function", "_SingleLevelFunction.setup_context"),
+    ("torch.fx.experimental.symbolic_shapes", "free_unbacked_symbols"),
+    ("torch.library", "Library._destroy"),
+    ("torch.utils._pytree", "tree_leaves"),
+    ("torch.utils._pytree", "tree_flatten"),
+    ("torch.utils._pytree", "tree_unflatten"),
+    ("torch.utils._pytree", "SUPPORTED_NODES"),
+    ("torch.utils._pytree", "_deregister_pytree_node"),
+)
+
 
 def _get(module: str, attr: str) -> Any:
-    return getattr(importlib.import_module(module), attr)
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _need(module: str, attr: str) -> Any:
+    """``module.attr``, or ``TorchInternalsMoved`` naming it and the installed torch."""
+    try:
+        return _get(module, attr)
+    except (ImportError, AttributeError) as exc:
+        raise _moved(f"{module}.{attr}") from exc
+
+
+def _moved(what: str) -> TorchInternalsMoved:
+    from compat.errors import TorchInternalsMoved
+
+    return TorchInternalsMoved(what, torch_caps.torch_version_str())
 
 
 def original_register() -> Callable[..., None] | None:
@@ -37,10 +85,17 @@ def legacy_custom_symbolics() -> dict[str, dict[int, Callable[..., Any]]]:
     """Custom (user) overrides in torch's TorchScript registry: name -> {opset: fn}."""
     if not torch_caps.has_legacy_symbolic_registry():
         return {}
-    registry = _get(*torch_caps.SYMBOLICS_INTERNALS[3])
+    registry = _need(*torch_caps.SYMBOLICS_INTERNALS[3])
+    module = torch_caps.SYMBOLICS_INTERNALS[3][0]
+    groups = getattr(registry, "_registry", None)
+    if not isinstance(groups, dict):
+        raise _moved(f"{module}.registry._registry (the symbolic function groups)")
     out: dict[str, dict[int, Callable[..., Any]]] = {}
-    for name, group in getattr(registry, "_registry", {}).items():
-        overrides = getattr(getattr(group, "_functions", None), "_overrides", None)
+    for name, group in groups.items():
+        functions = getattr(group, "_functions", None)
+        overrides = getattr(functions, "_overrides", None)
+        if not isinstance(overrides, dict):
+            raise _moved(f"{module}._SymbolicFunctionGroup._functions._overrides (for {name})")
         if overrides:
             out[name] = dict(overrides)
     return out
@@ -119,10 +174,112 @@ def current_tracer() -> Any:
     return tracer
 
 
+# ---------------------------------------------------------------- TorchScript IR types (torch._C)
+
+
+def new_jit_graph() -> Any:
+    """An empty ``torch._C.Graph`` (the scratch graph a legacy symbolic builds into)."""
+    return _need("torch._C", "Graph")()
+
+
+def is_jit_value(x: Any) -> bool:
+    return isinstance(x, _need("torch._C", "Value"))
+
+
+def is_jit_tensor_type(t: Any) -> bool:
+    return isinstance(t, _need("torch._C", "TensorType"))
+
+
+def jit_tensor_type(dtype: Any, sizes: list[int | None] | None) -> Any:
+    """A ``TensorType`` of ``dtype`` with ``sizes`` (None entries: symbolic), or rank-unknown."""
+    import torch
+
+    if sizes is None:
+        return _need("torch._C", "TensorType.get")().with_dtype(dtype)
+    create = _need("torch._C", "TensorType.create_from_tensor")
+    return create(torch.empty(0, dtype=dtype)).with_sizes(sizes)
+
+
+def jit_none_type() -> Any:
+    return _need("torch._C", "NoneType.get")()
+
+
+def jit_scalar_type(dtype: Any) -> int:
+    """The TorchScript exporter's scalar-type code of a torch dtype (what symbolics receive)."""
+    jit_scalar = _need("torch.onnx._internal.torchscript_exporter._type_utils", "JitScalarType")
+    return int(jit_scalar.from_dtype(dtype))
+
+
+def op_schema(overload: Any) -> Any:
+    """The ``FunctionSchema`` of an ``OpOverload`` (its arguments, defaults and returns)."""
+    schema = getattr(overload, "_schema", None)
+    if schema is None:
+        raise _moved(f"torch._ops.OpOverload._schema (of {overload})")
+    return schema
+
+
+def schema_of(target: Any) -> Any:
+    """``op_schema`` of an FX node's target when it is an ``OpOverload``, else None."""
+    import torch
+
+    return op_schema(target) if isinstance(target, torch._ops.OpOverload) else None
+
+
+# ---------------------------------------------------------------- autograd.Function, torch.library
+
+
+def is_view(t: Any) -> bool:
+    return bool(_need("torch", "Tensor._is_view")(t))
+
+
+
+def uses_setup_context(cls: type) -> bool:
+    """Whether an ``autograd.Function`` overrides ``setup_context`` (the functorch-style form)."""
+    base = _need("torch.autograd.function", "_SingleLevelFunction.setup_context")
+    return getattr(cls, "setup_context", None) is not base
+
+
+def has_unbacked_symbols(tensors: list[Any]) -> bool:
+    """Whether any fake tensor's shape holds a data-dependent (unbacked) symbol."""
+    free = _need("torch.fx.experimental.symbolic_shapes", "free_unbacked_symbols")
+    return any(free(t) for t in tensors)
+
+
+def destroy_library(lib: Any) -> None:
+    """Remove every definition a ``torch.library.Library`` fragment made (torch has no public way)."""
+    _need("torch.library", "Library._destroy")
+    lib._destroy()
+
+
+# ---------------------------------------------------------------- torch.utils._pytree
+
+
+def tree_leaves(tree: Any) -> list[Any]:
+    return list(_need("torch.utils._pytree", "tree_leaves")(tree))
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
+    return _need("torch.utils._pytree", "tree_flatten")(tree)
+
+
+def tree_unflatten(leaves: list[Any], spec: Any) -> Any:
+    return _need("torch.utils._pytree", "tree_unflatten")(leaves, spec)
+
+
+def pytree_node_types() -> set[type]:
+    """The classes registered as pytree nodes right now."""
+    return set(_need("torch.utils._pytree", "SUPPORTED_NODES"))
+
+
+def deregister_pytree_node(cls: type) -> None:
+    if cls in _need("torch.utils._pytree", "SUPPORTED_NODES"):
+        _need("torch.utils._pytree", "_deregister_pytree_node")(cls)
+
+
 def check() -> list[str]:
     """Names of the internals a torch upgrade moved (empty when everything is in place)."""
     missing = []
-    for module, attr in torch_caps.SYMBOLICS_INTERNALS:
+    for module, attr in (*torch_caps.SYMBOLICS_INTERNALS, *ROUTE_INTERNALS):
         try:
             _get(module, attr)
         except (ImportError, AttributeError):

@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from . import torch_internals
+
 #: ``ExportRequest.training`` values.
 EVAL, PRESERVE, TRAINING = "EVAL", "PRESERVE", "TRAINING"
 
@@ -34,7 +36,7 @@ def captured_in_train_mode(program: torch.export.ExportedProgram) -> bool:
     """Whether ``program`` was captured with train-mode BatchNorm/Dropout (an op of its graph has
     a true ``training``/``train`` argument)."""
     for node in program.graph.nodes:
-        schema = getattr(node.target, "_schema", None)
+        schema = torch_internals.schema_of(node.target)
         if node.op != "call_function" or schema is None:
             continue
         for i, arg in enumerate(schema.arguments):
