@@ -1,5 +1,11 @@
 """Side-by-side timing for the benchmarks: alternate the contenders, compare medians, never quote
-one absolute time on its own."""
+one absolute time on its own.
+
+Every timed benchmark goes through ``alternate`` (the one place the interleaving and the order
+reversal live) and reports ``ratio`` rows: median(numerator) / median(denominator) of runs that
+alternated in this process. ``layout`` tells what a side wrote, so a benchmark can show that both
+sides of a ratio wrote the same files at the same opset.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +28,10 @@ if str(ROOT) not in sys.path:
 
 
 def alternate(contenders: Mapping[str, Callable[[], Any]], reps: int, warmup: int = 1) -> dict[str, list[float]]:
-    """Run each contender ``reps`` times, interleaved (order reversed every round so neither side
-    always runs first); returns the seconds of every run."""
+    """Run each contender ``reps`` times, interleaved in rounds: every round runs each contender
+    once, and every other round runs them in reverse order, so no side always runs first (or right
+    after the same neighbour). ``warmup`` untimed rounds come first. Returns the seconds of every
+    timed run per contender."""
     names = list(contenders)
     for _ in range(warmup):
         for n in names:
@@ -100,6 +108,24 @@ def cache_dir(path: Any) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = saved
+
+
+def layout(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What an export to ``path`` left on disk: the file names it wrote (the model and any
+    external-data files beside it) and the default-domain opset the model imports."""
+    import onnx
+
+    path = Path(path)
+    files = sorted(p.name for p in path.parent.iterdir() if p.name == path.name or p.name.startswith(path.name + "."))
+    imports = onnx.load(str(path), load_external_data=False).opset_import
+    opset = next((i.version for i in imports if i.domain in ("", "ai.onnx")), None)
+    return {"files": [f.replace(path.name, "<f>", 1) for f in files], "opset": opset}
+
+
+def same_layout(written: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> bool:
+    """True when, in every group of ``written`` (group -> side -> ``layout``), all sides wrote the
+    same files at the same opset."""
+    return all(len({(tuple(v["files"]), v["opset"]) for v in sides.values()}) == 1 for sides in written.values())
 
 
 def print_rows(title: str, rows: list[dict[str, Any]], stream: Any = None) -> None:

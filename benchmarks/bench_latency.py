@@ -1,13 +1,23 @@
-"""onnxruntime latency of each route's model, via ``compat.compare`` (routes alternate run by run);
-the ratio dynamo / legacy of the medians, per model."""
+"""onnxruntime latency of each route's model: per model, ``compat.compare`` exports it on both
+routes (files written as the shim writes them) and checks parity; then one onnxruntime session
+per file (same options, one intra-op thread each) runs the example inputs, the two routes
+alternating run by run in one process, order reversed every other round.
+
+Rows (ratio of medians, per model): numerator the torch.export route's model, denominator the
+TorchScript route's model, same inputs.
+"""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from _timing import cli, convnet, quiet
+from _onnx import positional, session
+from _timing import alternate, cli, convnet, quiet, ratio
 
 TITLE = "onnxruntime latency: torch.export route's model / TorchScript route's model (ratio of medians)"
+DYNAMO, LEGACY = "torch.export route's model", "TorchScript route's model"
 
 
 def _models() -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]]:
@@ -27,21 +37,22 @@ def _models() -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]]:
 def run(quick: bool = False) -> dict[str, Any]:
     from compat.tools.parity import compare
 
+    reps = 30 if quick else 200
     rows, details = [], {}
     for label, (model, args, options) in _models().items():
-        with quiet():
-            report = compare(model, args, latency_runs=30 if quick else 200, probes=[], **options)
-        legacy, dyn = report.routes["legacy"], report.routes["dynamo"]
-        details[label] = {"verdict": report.verdict, "nodes": {"legacy": legacy.nodes, "dynamo": dyn.nodes},
-                          "export_s_ratio": round(dyn.export_s / legacy.export_s, 2)
-                          if dyn.export_s and legacy.export_s else None}
-        if legacy.latency_ms and dyn.latency_ms:
-            rows.append({
-                "name": label, "ratio": round(dyn.latency_ms / legacy.latency_ms, 4), "target": None,
-                "numerator": "dynamo model", "denominator": "legacy model",
-                "reps": 30 if quick else 200,
-                "median_s": {"dynamo model": dyn.latency_ms / 1e3, "legacy model": legacy.latency_ms / 1e3},
-            })
+        with tempfile.TemporaryDirectory() as tmp, quiet():
+            report = compare(model, args, latency_runs=0, probes=[], workdir=tmp, **options)
+            legacy, dyn = report.routes["legacy"], report.routes["dynamo"]
+            details[label] = {"verdict": report.verdict, "nodes": {"legacy": legacy.nodes, "dynamo": dyn.nodes}}
+            if legacy.status != "ok" or dyn.status != "ok":
+                details[label]["errors"] = {"legacy": legacy.error, "dynamo": dyn.error}
+                continue
+            sessions = {DYNAMO: session(str(Path(tmp) / "dynamo.onnx")),
+                        LEGACY: session(str(Path(tmp) / "legacy.onnx"))}
+            inputs = {name: positional(sess, args) for name, sess in sessions.items()}
+            t = alternate({name: lambda s=sess, i=inputs[name]: s.run(None, i) for name, sess in sessions.items()},
+                          reps=reps, warmup=3)
+        rows.append(ratio(t, DYNAMO, LEGACY, label))
     return {"benchmark": "latency", "title": TITLE, "ratios": rows, "details": details}
 
 

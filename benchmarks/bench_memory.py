@@ -1,5 +1,15 @@
-"""Route memory: a remembered fallback against a direct TorchScript export of the same model
-(target <= 1.3), and against paying the failing torch.export attempt every time (memory off)."""
+"""Route memory, on CNNs whose data-dependent branch makes torch.export fail (so ``compat.export``
+falls back to the TorchScript route), alternating in one process (order reversed every other
+round); ratios of medians:
+
+* numerator ``compat.export()`` with the fallback remembered (route memory in a private folder,
+  one export on the TorchScript route), denominator ``torch.onnx.export(dynamo=False)`` with the
+  same options (both write one ``.onnx`` file at the same opset; target <= 1.3);
+* numerator ``compat.export()`` with memory off (the failing torch.export attempt paid every
+  call, then the TorchScript export), denominator the remembered fallback: what memory saves.
+
+``details`` lists the routes' fallback reasons and the files each side wrote.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _timing import alternate, cache_dir, cli, convnet, quiet, ratio
+from _timing import alternate, cache_dir, cli, convnet, layout, quiet, ratio, same_layout
 
 TITLE = "route memory: remembered fallback vs direct TorchScript export (ratio of medians)"
 REMEMBERED, DIRECT = "compat.export() remembered fallback", "torch.onnx.export(dynamo=False)"
@@ -22,7 +32,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     x = (torch.randn(2, 3, 32, 32),)
     axes = {"input_names": ["x"], "dynamic_axes": {"x": {0: "batch"}}}
     models = {"6-block CNN": convnet(6, data_dependent=True), "1-block CNN": convnet(1, 8, data_dependent=True)}
-    rows, details = [], {}
+    rows, details, written = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp, quiet():
         a, b = str(Path(tmp) / "torch.onnx"), str(Path(tmp) / "compat.onnx")
         memory = Path(tmp) / "cache"
@@ -37,6 +47,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                                DIRECT: lambda m=model: torch.onnx.export(m, x, a, dynamo=False, **axes)},
                               reps=10 if quick else 30, warmup=2)
             rows.append(ratio(t, REMEMBERED, DIRECT, f"remembered fallback / direct TorchScript, {label}", "<= 1.3"))
+            written[label] = {REMEMBERED: layout(b), DIRECT: layout(a)}
         model = models["6-block CNN"]
 
         def without_memory() -> None:
@@ -49,7 +60,8 @@ def run(quick: bool = False) -> dict[str, Any]:
 
         t = alternate({NO_MEMORY: without_memory, REMEMBERED: with_memory}, reps=3 if quick else 6)
         rows.append(ratio(t, NO_MEMORY, REMEMBERED, "fallback without memory / remembered (what memory saves)"))
-    return {"benchmark": "memory", "title": TITLE, "ratios": rows, "details": details}
+    return {"benchmark": "memory", "title": TITLE, "ratios": rows, "same_layout_both_sides": same_layout(written),
+            "details": {**details, "written": written}}
 
 
 if __name__ == "__main__":
