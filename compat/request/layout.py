@@ -44,8 +44,7 @@ def _is_tensor(x: Any) -> bool:
 
 def input_layout(req: ExportRequest) -> InputLayout:
     """Leaves of ``req``'s call in forward() signature order (the legacy graph-input order)."""
-    from torch.utils import _pytree
-
+    from compat.installed import torch_internals
     from compat.routing.route_packages import route_module
 
     ds = route_module("dynamo.dynamic_shapes")
@@ -56,7 +55,7 @@ def input_layout(req: ExportRequest) -> InputLayout:
     except Exception:  # noqa: BLE001 - unbindable call: keep the given order, no names
         params = [ds.Param(f"arg{i}", "pos", a) for i, a in enumerate(args)]
         params += [ds.Param(k, "kw", v) for k, v in kwargs.items()]
-    flat: list[tuple[list[Any], Any]] = [_pytree.tree_flatten(p.value) for p in params]
+    flat: list[tuple[list[Any], Any]] = [torch_internals.tree_flatten(p.value) for p in params]
     leaves: list[Any] = [x for values, _ in flat for x in values]
     owners = [i for i, (values, _) in enumerate(flat) for _ in values]
 
@@ -89,7 +88,7 @@ def input_layout(req: ExportRequest) -> InputLayout:
         it = iter(new_leaves)
         new_params = []
         for p, (values, spec) in zip(params, flat):
-            value = _pytree.tree_unflatten([next(it) for _ in values], spec)
+            value = torch_internals.tree_unflatten([next(it) for _ in values], spec)
             new_params.append(ds.Param(p.name, p.kind, value))
         return ds.call_of(new_params)
 

@@ -41,11 +41,15 @@ class _Snapshot:
     def __init__(self, model: Any, copy_params: bool, copy_buffers: bool) -> None:
         import torch
 
+        from compat.installed import torch_internals
+
         self.modules = list(model.modules())
-        self.slots = [
-            (m, dict(m._parameters), dict(m._buffers), set(m._non_persistent_buffers_set))
-            for m in self.modules if not isinstance(m, torch.jit.ScriptModule)
-        ]
+        self.slots = []
+        for m in self.modules:
+            if isinstance(m, torch.jit.ScriptModule):
+                continue
+            params, buffers, non_persistent = torch_internals.module_slots(m)
+            self.slots.append((m, dict(params), dict(buffers), set(non_persistent)))
         seen: dict[int, _TensorState] = {}
         for tensors, copy in ((model.parameters(), copy_params), (model.buffers(), copy_buffers)):
             for t in tensors:
@@ -61,17 +65,20 @@ class _Snapshot:
     def restore(self) -> None:
         import torch
 
+        from compat.installed import torch_internals
+
         for m, params, buffers, non_persistent in self.slots:
-            if _changed(m._parameters, params) or _changed(m._buffers, buffers):
-                m._parameters.clear()
-                m._parameters.update(params)
-                m._buffers.clear()
-                m._buffers.update(buffers)
+            live_params, live_buffers, live_non_persistent = torch_internals.module_slots(m)
+            if _changed(live_params, params) or _changed(live_buffers, buffers):
+                live_params.clear()
+                live_params.update(params)
+                live_buffers.clear()
+                live_buffers.update(buffers)
                 for name in (*params, *buffers):
                     m.__dict__.pop(name, None)  # a plain attribute shadowing a restored one
-            if m._non_persistent_buffers_set != non_persistent:
-                m._non_persistent_buffers_set.clear()
-                m._non_persistent_buffers_set.update(non_persistent)
+            if live_non_persistent != non_persistent:
+                live_non_persistent.clear()
+                live_non_persistent.update(non_persistent)
         with torch.no_grad():
             for s in self.tensors:
                 t = s.tensor

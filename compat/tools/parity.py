@@ -422,7 +422,8 @@ def _session(path: str) -> Any:
 def _eager_probes(req: ExportRequest, layout: InputLayout, probes: list[Probe]) -> list[tuple[list[Any], list[Any] | None]]:
     """(leaves, eager outputs as numpy) per probe, in eval mode under no_grad; mode restored."""
     import torch
-    from torch.utils import _pytree
+
+    from compat.installed import torch_internals
 
     model = req.model
     modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
@@ -440,7 +441,7 @@ def _eager_probes(req: ExportRequest, layout: InputLayout, probes: list[Probe]) 
                 probe.eager_error = _short(f"{type(exc).__name__}: {exc}", 300)
                 out.append((leaves, None))
                 continue
-            flat = [t.detach().cpu() for t in _pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+            flat = [t.detach().cpu() for t in torch_internals.tree_leaves(result) if isinstance(t, torch.Tensor)]
             out.append((leaves, flat))
     finally:
         for m, mode in modes:
