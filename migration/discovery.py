@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterator, Sequence
 
-try:
-    import pathspec
-except ImportError:  # pragma: no cover - pathspec is a dependency, the fallback is for safety
-    pathspec = None
+import pathspec
 
 SKIP_DIRS = {
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "node_modules", "build", "dist",
@@ -25,21 +21,13 @@ class _Ignore:
     def __init__(self, base: str, lines: list[str]) -> None:
         self.base = base
         lines = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
-        if pathspec is not None:
-            self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
-            self.globs: list[str] = []
-        else:
-            self.spec = None
-            self.globs = [ln.strip().strip("/") for ln in lines]
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
 
     def match(self, path: str, is_dir: bool) -> bool:
         rel = os.path.relpath(path, self.base).replace(os.sep, "/")
         if rel.startswith(".."):
             return False
-        if self.spec is not None:
-            return self.spec.match_file(rel + "/" if is_dir else rel)
-        name = os.path.basename(rel)
-        return any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(name, g) for g in self.globs)
+        return self.spec.match_file(rel + "/" if is_dir else rel)
 
 
 class _Any:

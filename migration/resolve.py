@@ -11,7 +11,6 @@ import ast
 from collections.abc import Iterable, Iterator
 
 Scope = ast.AST  # Module, FunctionDef, AsyncFunctionDef, Lambda or ClassDef
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOCAL = "<local>"
 
 

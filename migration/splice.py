@@ -20,8 +20,6 @@ from .fixer import apply_edits
 from .model import Edit, Key
 from .verify import Region, lost, split_lines
 
-_CALL_KINDS = {"to_kw", "rename", "set", "drop", "add", "func", "dynamo_export"}
-
 
 class UnsafeRewrite(Exception):
     """A rewrite would change code outside its edits (a fixer bug): nothing is written."""
