@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import textwrap
@@ -62,9 +64,38 @@ class Tiny(torch.nn.Module):
         return self.fc2(torch.tanh(self.fc1(x)))
 
 
-def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter, with the repository importable."""
+def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 180,
+               cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter, in ``cwd``, with the repository importable."""
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], check=False, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-        timeout=timeout, capture_output=True, text=True, cwd=str(ROOT),
+        timeout=timeout, capture_output=True, text=True, cwd=str(cwd),
     )
+
+
+#: the checkout's top-level packages (pyproject's ``packages``)
+PACKAGES = ("compat", "legacy", "dynamo", "migration")
+
+
+def world_readable_code(dest: Path) -> Path:
+    """A copy of the checkout's packages in ``dest`` that every user may read (the checkout
+    itself may sit in a private folder, and a clone made under umask 077 is private too)."""
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    os.chmod(dest, 0o755)
+    for folder, _dirs, files in os.walk(dest):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    return dest
+
+
+def blocked_folder(path: Path, uid: int, gid: int) -> Path | None:
+    """The first folder on the way to ``path`` (itself included) that user ``uid`` with the
+    single group ``gid`` may not enter; None when it can reach ``path``."""
+    for folder in (*reversed(path.parents), path):
+        st = os.stat(folder)
+        bit = stat.S_IXUSR if st.st_uid == uid else stat.S_IXGRP if st.st_gid == gid else stat.S_IXOTH
+        if not st.st_mode & bit:
+            return folder
+    return None

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 import torch
-from rel_helpers import Tiny, check_parity, run_python
+from rel_helpers import (
+    PACKAGES,
+    Tiny,
+    blocked_folder,
+    check_parity,
+    run_python,
+    world_readable_code,
+)
 
 import compat
 
@@ -127,16 +137,22 @@ def test_external_data_to_a_device_is_refused_before_work(counting, null_device)
 
 
 _READ_ONLY_FOLDER = """
-    import json, os, stat, torch, compat
+    import json, os, sys, torch, compat
+    uid, gid = {uid!r}, {gid!r}
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()).eval()
     x = torch.randn(2, 4)
-    # warm up as the starting user: the interpreter may live where 'nobody' cannot read
+    # warm up as the starting user, the way the checked calls go (a ledger too): the interpreter
+    # may live where 'nobody' cannot go, so nothing it needs may be loaded after the drop
+    os.environ["TORCH_ONNX_COMPAT_LEDGER"] = {warm_book!r}
     compat.export(net, (x,), {warm!r}, route="legacy", input_names=["x"])
-    if {uid!r} is not None:
+    del os.environ["TORCH_ONNX_COMPAT_LEDGER"]
+    late = []  # modules first imported after the drop
+    if uid is not None:
         os.setgroups([])
-        os.setgid({gid!r})
-        os.setuid({uid!r})
+        os.setgid(gid)
+        os.setuid(uid)
+        sys.addaudithook(lambda event, args: late.append(args[0]) if event == "import" else None)
     # what open(f, "wb") refuses is refused before any work: a new file in the read-only folder,
     # a read-only file in a writable folder
     class Counting(torch.nn.Module):
@@ -155,42 +171,53 @@ _READ_ONLY_FOLDER = """
     assert open({read_only!r}, "rb").read() == b"old"
     os.environ["TORCH_ONNX_COMPAT_LEDGER"] = {book!r}
     compat.export(net, (x,), {target!r}, route="legacy", input_names=["x"])
-    print(json.dumps(compat.last_outcome().notes))
+    loaded = {{name: getattr(sys.modules.get(name), "__file__", None) for name in late}}
+    print(json.dumps({{"notes": compat.last_outcome().notes, "late": loaded,
+                      "packages": {{name: sys.modules[name].__file__ for name in {packages!r}
+                                   if name in sys.modules}}}}))
 """
 
 
+def _reachable_temp_folder(uid: int, gid: int) -> Path:
+    """A temporary folder the user ``uid`` can reach (pytest's own are private to their owner);
+    skips, naming the folder in the way, when there is none."""
+    blocked: dict[str, Path] = {}
+    for parent in dict.fromkeys((tempfile.gettempdir(), "/tmp", "/var/tmp")):
+        if os.path.isdir(parent):
+            in_the_way = blocked_folder(Path(parent), uid, gid)
+            if in_the_way is None:
+                return Path(tempfile.mkdtemp(prefix="compat-ro-", dir=parent))
+            blocked[parent] = in_the_way
+    pytest.skip(f"uid {uid} cannot reach a temporary folder: "
+                + ", ".join(f"{p} (blocked at {b})" for p, b in blocked.items()))
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
-def test_writable_file_in_a_read_only_folder_is_written_in_place(tmp_path):
+def test_writable_file_in_a_read_only_folder_is_written_in_place():
     """As a non-root user (root ignores folder permissions: as root, a subprocess drops to
-    'nobody' after warming up)."""
-    user = None
+    'nobody' after warming up). Wherever the checkout and its interpreter live (issue 23): the
+    subprocess runs in a world-readable temporary folder, on a world-readable copy of the code,
+    and loads nothing after the drop from anywhere else."""
+    uid = gid = None
     if os.geteuid() == 0:
         import pwd
 
         try:
-            pwd.getpwnam("nobody")
+            pw = pwd.getpwnam("nobody")
         except KeyError:
             pytest.skip("no 'nobody' user to drop root to")
-        user = "nobody"
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    base = Path(tempfile.mkdtemp(prefix="compat-ro-"))  # pytest's own folders are private to root
+        uid, gid = pw.pw_uid, pw.pw_gid
+    base = _reachable_temp_folder(os.geteuid() if uid is None else uid, os.getegid() if gid is None else gid)
     try:
         os.chmod(base, 0o755)
+        code_copy = world_readable_code(base / "code")
         folder = base / "ro"
         folder.mkdir()
         target = folder / "m.onnx"
         target.write_bytes(b"old")
         book = base / "ledger.jsonl"
         book.write_text("")
-        uid = gid = None
-        if user is not None:
-            import pwd
-
-            pw = pwd.getpwnam(user)
-            uid, gid = pw.pw_uid, pw.pw_gid
+        if uid is not None:
             for p in (folder, target, book):
                 os.chown(p, uid, gid)
         read_only = base / "read_only.onnx"  # the user's own file, in a folder they may write
@@ -202,19 +229,31 @@ def test_writable_file_in_a_read_only_folder_is_written_in_place(tmp_path):
         os.chmod(target, 0o644)
         os.chmod(folder, 0o555)
         code = _READ_ONLY_FOLDER.format(book=str(book), target=str(target), warm=str(base / "warm.onnx"),
-                                        uid=uid, gid=gid, new=str(folder / "new.onnx"),
-                                        read_only=str(read_only))
-        proc = run_python(code, env={"TORCH_ONNX_COMPAT_CACHE_DIR": "off"})
-        _check_read_only_result(proc, folder, target, book)
+                                        warm_book=str(base / "warm.jsonl"), uid=uid, gid=gid,
+                                        new=str(folder / "new.onnx"), read_only=str(read_only),
+                                        packages=PACKAGES)
+        proc = run_python(code, cwd=base, env={"TORCH_ONNX_COMPAT_CACHE_DIR": "off",
+                                               "PYTHONPATH": str(code_copy)})
+        _check_read_only_result(proc, folder, target, book, code_copy)
     finally:
-        os.chmod(base / "ro", 0o755)
+        if (base / "ro").exists():
+            os.chmod(base / "ro", 0o755)
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _check_read_only_result(proc, folder, target, book) -> None:
+def _check_read_only_result(proc, folder, target, book, code_copy) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
-    notes = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    notes = result["notes"]
     assert any("in place" in n and "not writable" in n for n in notes), notes
+    # the code under test is the checkout's, read from the copy that every user can read
+    assert {"compat", "legacy"} <= result["packages"].keys(), result["packages"]
+    for name, path in result["packages"].items():
+        assert Path(path).is_relative_to(code_copy), (name, path)
+    # a module first loaded after the drop, from outside the copy, would be out of reach when the
+    # interpreter lives in a private folder: the warm-up must load it
+    outside = {m: f for m, f in result["late"].items() if f is not None and not Path(f).is_relative_to(code_copy)}
+    assert not outside, f"loaded after the drop, out of reach of an install in a private folder: {outside}"
     (rec,) = [json.loads(line) for line in book.read_text().splitlines()]
     assert rec["status"] == "ok" and rec["notes"] == notes
     torch.manual_seed(0)
