@@ -1,13 +1,19 @@
-"""``python -m compat.migrate --check -j 2`` against a bare libcst parse of the same tree.
+"""``python -m compat.migrate --check -j 2`` against a bare parse of the files it parses.
 
 Generates (in a temp dir) a tree of Python files, about a third with legacy export code of the
-kinds in LEGACY_PATTERNS.md, the rest plain torch / utility code, and prints wall times and their
-ratio. No asserts. ``python benchmarks/bench_migrate.py [--files N] [--json PATH]``.
-"""
+kinds in LEGACY_PATTERNS.md, the rest plain torch / utility code. The check reads every file and
+parses those that pass its byte prefilter (a catalog token in the bytes) with the stdlib ``ast``
+(libcst only for fixes, which ``--check`` does not make). The floor does the same work minus the
+analysis: a fresh Python process (as the check is, as in CI) reading every file in the check's
+chunks over 2 worker processes, applying the same prefilter and ``ast``-parsing the files that
+pass. The two alternate in one benchmark process, order reversed every other round.
 
+Row (ratio of medians): numerator ``compat.migrate --check -j 2``, denominator that floor on the
+same tree: what the analysis costs over the parse it needs. No asserts.
+``python benchmarks/bench_migrate.py [--quick] [--json PATH]``.
+"""
 from __future__ import annotations
 
-import argparse
 import concurrent.futures as cf
 import json
 import os
@@ -15,9 +21,14 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
+from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _timing import ROOT, alternate, cli, ratio
+
+TITLE = "compat.migrate --check / a bare parse of the files it parses (ratio of medians)"
+CHECK = "compat.migrate --check -j 2"
+FLOOR = "prefilter + ast parse, same files, 2 processes"
+JOBS = 2
 
 LEGACY = [
     '''import torch
@@ -159,69 +170,68 @@ def generate(root: str, files: int, seed: int = 0) -> list[str]:
 
 
 def _parse_chunk(paths: list[str]) -> int:
-    import libcst as cst
+    """Read every file of ``paths``; ``ast``-parse those passing the rewriter's byte prefilter."""
+    import ast
 
+    from compat.catalog import prefilter_tokens
+
+    tokens = prefilter_tokens()
+    parsed = 0
     for p in paths:
         with open(p, "rb") as fh:
-            cst.parse_module(fh.read())
-    return len(paths)
+            data = fh.read()
+        if any(tok in data for tok in tokens):
+            ast.parse(data.decode("utf-8"))
+            parsed += 1
+    return parsed
 
 
-def bare_parse(paths: list[str], jobs: int = 2) -> float:
-    """Wall time of parsing every file with libcst in ``jobs`` processes."""
-    t0 = time.perf_counter()
-    size = max(1, len(paths) // (jobs * 8))
+def bare_parse(root: str, jobs: int = JOBS) -> int:
+    """The floor, in this process: the tree's ``.py`` files in the rewriter's chunks over
+    ``jobs`` processes; returns how many files were parsed."""
+    paths = sorted(os.path.join(d, f) for d, _, names in os.walk(root) for f in names if f.endswith(".py"))
+    size = max(8, len(paths) // (jobs * 8))  # migration.cli.run_files's chunking
+    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
     with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
-        sum(pool.map(_parse_chunk, [paths[i:i + size] for i in range(0, len(paths), size)]))
-    return time.perf_counter() - t0
+        return sum(pool.map(_parse_chunk, chunks))
 
 
-def migrate_check(root: str, jobs: int = 2) -> tuple[float, int, int]:
-    """Wall time of ``python -m compat.migrate --check -j N`` (a fresh process, as in CI)."""
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    t0 = time.perf_counter()
-    proc = subprocess.run(
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def migrate_check(root: str, jobs: int = JOBS) -> subprocess.CompletedProcess[str]:
+    """``python -m compat.migrate --check -j N`` on ``root`` (a fresh process, as in CI)."""
+    return subprocess.run(
         [sys.executable, "-m", "compat.migrate", "--check", "--no-progress", "-j", str(jobs),
-         "--output-format", "json", root], capture_output=True, text=True, env=env, cwd=root, check=False,
+         "--output-format", "json", root], capture_output=True, text=True, env=_env(), cwd=root, check=False,
     )
-    wall = time.perf_counter() - t0
-    findings = len(json.loads(proc.stdout)) if proc.stdout.strip().startswith("[") else -1
-    return wall, proc.returncode, findings
 
 
-def run(files: int = 4000) -> dict:
-    """Generate, time both, return the figures."""
+def parse_process(root: str) -> subprocess.CompletedProcess[str]:
+    """``bare_parse`` in a fresh process, started like the check."""
+    return subprocess.run([sys.executable, os.path.abspath(__file__), "--parse", root],
+                          capture_output=True, text=True, env=_env(), cwd=root, check=True)
+
+
+def run(quick: bool = False, files: int | None = None) -> dict[str, Any]:
+    """Generate the tree, alternate the check and the floor; the ratio of medians."""
+    files = files or (800 if quick else 2000)
     with tempfile.TemporaryDirectory(prefix="bench-migrate-") as root:
-        paths = generate(root, files)
-        check_s, rc, findings = migrate_check(root)
-        parse_s = bare_parse(paths)
-    return {
-        "files": files,
-        "files_with_legacy_export": (files + 2) // 3,
-        "migrate_check_s": round(check_s, 3),
-        "migrate_exit_code": rc,
-        "findings": findings,
-        "bare_libcst_parse_s": round(parse_s, 3),
-        "ratio_check_over_parse": round(check_s / parse_s, 3) if parse_s else None,
-        "jobs": 2,
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, default=4000)
-    ap.add_argument("--json", metavar="PATH")
-    args = ap.parse_args(argv)
-    res = run(args.files)
-    print(f"compat.migrate --check -j 2 on {res['files']} files: {res['migrate_check_s']:.2f} s "
-          f"({res['findings']} findings, exit {res['migrate_exit_code']})")
-    print(f"bare libcst parse, 2 processes:           {res['bare_libcst_parse_s']:.2f} s")
-    print(f"ratio check/parse: {res['ratio_check_over_parse']:.3f} (below 1: check is faster)")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(res, fh, indent=2)
-    return 0
+        generate(root, files)
+        check = migrate_check(root)
+        findings = len(json.loads(check.stdout)) if check.stdout.strip().startswith("[") else -1
+        parsed = int(parse_process(root).stdout)
+        times = alternate({CHECK: lambda: migrate_check(root), FLOOR: lambda: parse_process(root)},
+                          reps=3 if quick else 6, warmup=0)
+    rows = [ratio(times, CHECK, FLOOR, f"check / prefilter + ast parse of the same files, {files} files")]
+    return {"benchmark": "migrate", "title": TITLE, "ratios": rows,
+            "details": {"files": files, "files_parsed": parsed, "files_with_legacy_export": (files + 2) // 3,
+                        "migrate_exit_code": check.returncode, "findings": findings, "jobs": JOBS}}
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    if sys.argv[1:2] == ["--parse"]:
+        print(bare_parse(sys.argv[2]))
+    else:
+        cli(run, TITLE)
