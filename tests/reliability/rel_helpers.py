@@ -95,7 +95,10 @@ def blocked_folder(path: Path, uid: int, gid: int) -> Path | None:
     single group ``gid`` may not enter; None when it can reach ``path``."""
     for folder in (*reversed(path.parents), path):
         st = os.stat(folder)
-        bit = stat.S_IXUSR if st.st_uid == uid else stat.S_IXGRP if st.st_gid == gid else stat.S_IXOTH
+        if st.st_uid == uid:
+            bit = stat.S_IXUSR
+        else:
+            bit = stat.S_IXGRP if st.st_gid == gid else stat.S_IXOTH
         if not st.st_mode & bit:
             return folder
     return None

@@ -207,7 +207,8 @@ def test_writable_file_in_a_read_only_folder_is_written_in_place():
         except KeyError:
             pytest.skip("no 'nobody' user to drop root to")
         uid, gid = pw.pw_uid, pw.pw_gid
-    base = _reachable_temp_folder(os.geteuid() if uid is None else uid, os.getegid() if gid is None else gid)
+    base = _reachable_temp_folder(os.geteuid() if uid is None else uid,
+                                  os.getegid() if gid is None else gid)
     try:
         os.chmod(base, 0o755)
         code_copy = world_readable_code(base / "code")
@@ -228,7 +229,8 @@ def test_writable_file_in_a_read_only_folder_is_written_in_place():
             os.chown(read_only, uid, gid)
         os.chmod(target, 0o644)
         os.chmod(folder, 0o555)
-        code = _READ_ONLY_FOLDER.format(book=str(book), target=str(target), warm=str(base / "warm.onnx"),
+        code = _READ_ONLY_FOLDER.format(book=str(book), target=str(target),
+                                        warm=str(base / "warm.onnx"),
                                         warm_book=str(base / "warm.jsonl"), uid=uid, gid=gid,
                                         new=str(folder / "new.onnx"), read_only=str(read_only),
                                         packages=PACKAGES)
@@ -252,8 +254,9 @@ def _check_read_only_result(proc, folder, target, book, code_copy) -> None:
         assert Path(path).is_relative_to(code_copy), (name, path)
     # a module first loaded after the drop, from outside the copy, would be out of reach when the
     # interpreter lives in a private folder: the warm-up must load it
-    outside = {m: f for m, f in result["late"].items() if f is not None and not Path(f).is_relative_to(code_copy)}
-    assert not outside, f"loaded after the drop, out of reach of an install in a private folder: {outside}"
+    outside = {m: f for m, f in result["late"].items()
+               if f is not None and not Path(f).is_relative_to(code_copy)}
+    assert not outside, f"loaded after the drop, out of reach of a private install: {outside}"
     (rec,) = [json.loads(line) for line in book.read_text().splitlines()]
     assert rec["status"] == "ok" and rec["notes"] == notes
     torch.manual_seed(0)
