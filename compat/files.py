@@ -37,6 +37,7 @@ def atomic_write(
     data: bytes,
     *,
     require_owner: bool = False,
+    as_new_file: bool = False,
     before_replace: Callable[[], None] | None = None,
 ) -> str:
     """Replace the file at ``path`` with ``data`` atomically; returns the path written.
@@ -46,15 +47,19 @@ def atomic_write(
     an existing file's mode and, where allowed (root), its owner and group, else the umask's mode
     as ``open()`` would give it; file and folder are fsynced around the ``os.replace``. With
     ``require_owner`` a file whose owner cannot be kept is not replaced (``PermissionError``).
+    With ``as_new_file`` the name is replaced as if the file were new (a symlink there is replaced,
+    not followed; umask mode, the writer's owner): for entries of a folder several users share.
     ``before_replace`` runs after the data is written, before it is moved into place.
     On any failure the old file is untouched and no temp file is left behind.
     """
-    target = os.path.realpath(os.fspath(path))
+    st: os.stat_result | None = None
+    if as_new_file:
+        target = os.path.abspath(os.fspath(path))
+    else:
+        target = os.path.realpath(os.fspath(path))
+        with contextlib.suppress(FileNotFoundError):
+            st = os.stat(target)
     folder, name = os.path.split(target)
-    try:
-        st: os.stat_result | None = os.stat(target)
-    except FileNotFoundError:
-        st = None
     fd, tmp = _create_temp(folder, name)
     try:
         try:

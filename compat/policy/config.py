@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat import files
 from compat.errors import CompatValueError
 from compat.request import ROUTES
 
@@ -78,15 +79,7 @@ def env_ledger() -> str | None:
 def find_pyproject(start: str) -> str | None:
     """The nearest pyproject.toml at or above ``start`` (a folder); looked up once per folder
     and process (its content is re-read when it changes)."""
-    folder = os.path.abspath(start)
-    while True:
-        candidate = os.path.join(folder, "pyproject.toml")
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return files.find_pyproject(start)
 
 
 def load_project(start: str) -> ProjectConfig:

@@ -27,11 +27,11 @@ import shutil
 import signal
 import stat
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from compat import files
 from compat.errors import CompatValueError
 from compat.request import ExportRequest, Outcome
 
@@ -42,7 +42,6 @@ STAGING_PREFIX = ".compat-export-"
 #: model-replaced, old-data-removed)
 KILL_ENV = "TORCH_ONNX_COMPAT_TEST_KILL_AT"
 _STARTED = time.time()  # leftovers older than this process may be cleaned up
-_TMP_FILE = re.compile(r"^\..+\.compat-(\d+)-(\d+)\.tmp$")
 _STAGING_DIR = re.compile(re.escape(STAGING_PREFIX) + r"(?:(\d+)-)?")
 _LOCATION_KEY = b"\n\x08location"  # how a tensor's external-data location starts on the wire
 
@@ -79,8 +78,8 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
     data = _as_bytes(outcome)
     old_refs = _external_locations(target) if st is not None else set()
     try:
-        _replace_with_bytes(target, data, st)
-    except _FolderNotWritable as exc:
+        files.atomic_write(target, data, before_replace=lambda: _step("tmp-written"))
+    except files.FolderNotWritable as exc:
         if st is None or not os.access(target, os.W_OK):
             raise exc.error from None
         _write_in_place(target, data)
@@ -112,34 +111,6 @@ def _check_output_names(outcome: Outcome, req: ExportRequest) -> None:
 
 # --- one self-contained file --------------------------------------------------------------------
 
-class _FolderNotWritable(Exception):
-    def __init__(self, error: PermissionError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _replace_with_bytes(target: str, data: bytes, st: os.stat_result | None) -> None:
-    """A temp file in the same folder, given the old file's mode, then one ``os.replace``."""
-    folder, name = os.path.split(target)
-    tmp = os.path.join(folder, f".{name}.compat-{os.getpid()}-{threading.get_ident()}.tmp")
-    try:
-        # O_EXCL: never write through a file or link someone else left at that name; mode 0o666
-        # lets the umask decide, as a plain open() of the target would
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    except PermissionError as exc:
-        raise _FolderNotWritable(exc) from exc
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            _keep_owner_and_mode(fh.fileno(), st)
-            fh.write(data)
-        _step("tmp-written")
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _write_in_place(target: str, data: bytes) -> None:
     """Write into the existing file (a FIFO, a device, a file in a read-only folder)."""
     fd = os.open(target, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
@@ -147,25 +118,6 @@ def _write_in_place(target: str, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
-def _keep_owner_and_mode(fd: int, st: os.stat_result | None) -> None:
-    """Give a staged file the mode (and, where allowed, the owner) of the file it replaces."""
-    if st is None:
-        return
-    if hasattr(os, "fchown") and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
-        with contextlib.suppress(OSError):  # only root (or a group member) may
-            os.fchown(fd, st.st_uid, st.st_gid)
-    if hasattr(os, "fchmod"):
-        os.fchmod(fd, stat.S_IMODE(st.st_mode))
-
-
-def _keep_owner_and_mode_path(path: str, st: os.stat_result | None) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        _keep_owner_and_mode(fd, st)
     finally:
         os.close(fd)
 
@@ -212,7 +164,7 @@ def _commit(staging: str, staged_name: str, target: str, st: os.stat_result | No
         renames: dict[str, str] = {}
         for n in data_files:
             src = os.path.join(staging, n)
-            _keep_owner_and_mode_path(src, st)
+            files.keep_owner_and_mode_of_path(src, st)
             versioned = f"{name}.{token}.data" if len(data_files) == 1 else f"{n}.{token}"
             dest = _place(src, folder, n, versioned)
             placed.append(dest)
@@ -222,9 +174,10 @@ def _commit(staging: str, staged_name: str, target: str, st: os.stat_result | No
         model = os.path.join(staging, staged_name)
         if renames:
             _relocate(model, renames)
-        _keep_owner_and_mode_path(model, st)
+        files.keep_owner_and_mode_of_path(model, st)
         os.replace(model, target)
         committed = True
+        files.fsync_folder(folder)
         _step("model-replaced")
     except BaseException:
         if not committed:  # nothing refers to the new data files yet
@@ -345,7 +298,7 @@ def clean_stale(folder: str) -> int:
         return 0
     for e in entries:
         staging = _STAGING_DIR.match(e.name)
-        tmp = _TMP_FILE.match(e.name) if staging is None else None
+        tmp = files.TEMP_FILE.match(e.name) if staging is None else None
         if staging is None and tmp is None:
             continue
         pid = staging.group(1) if staging is not None else tmp.group(1)

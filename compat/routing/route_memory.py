@@ -3,8 +3,8 @@
 One JSON file per key in ``$TORCH_ONNX_COMPAT_CACHE_DIR/route-memory/`` (default: the user's
 cache folder). The key hashes the model class, the input signature (dtypes and shapes of the
 tensor inputs, dynamic axes wildcarded), the options that shape the export, and the torch and
-compat versions, so an upgrade of either starts from a clean memory. Entries are written to a
-temp file and ``os.replace``d, so concurrent processes never see half a file. A corrupt or
+compat versions, so an upgrade of either starts from a clean memory. Entries are written with
+:func:`compat.files.atomic_write`, so concurrent processes never see half a file. A corrupt or
 unwritable cache only warns: route memory never fails an export.
 
 Set ``TORCH_ONNX_COMPAT_CACHE_DIR`` to ``""``, ``off`` or ``0`` to turn it off.
@@ -18,12 +18,12 @@ import json
 import os
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from compat import files
 from compat.policy.config import ENV_CACHE_DIR
 from compat.request import ExportRequest
 
@@ -33,8 +33,8 @@ _OFF = {"", "off", "0", "false", "no", "none"}
 
 #: request fields that do not change what the exporters produce (or are part of the key already)
 _NOT_KEYED = frozenset({
-    "model", "args", "kwargs", "f", "call_site", "given", "usages", "route", "strict", "verbose",
-    "report", "profile", "dump_exported_program", "artifacts_dir", "verify",
+    "model", "args", "kwargs", "params", "unbound", "f", "call_site", "given", "usages", "route",
+    "strict", "verbose", "report", "profile", "dump_exported_program", "artifacts_dir", "verify",
 })
 
 
@@ -217,7 +217,9 @@ def remember(req: ExportRequest, reason: str) -> None:
              "call_site": req.call_site}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, json.dumps(entry, sort_keys=True, default=str))
+        # as a new file: a link planted in a shared cache folder is replaced, never written through
+        files.atomic_write(path, json.dumps(entry, sort_keys=True, default=str).encode("utf-8"),
+                           as_new_file=True)
     except OSError as exc:
         _warn(f"route memory could not be written to {path.parent} ({type(exc).__name__}: {exc}); "
               f"set {ENV_CACHE_DIR} to a writable folder, or to 'off'")
@@ -248,29 +250,6 @@ def clear() -> int:
         except OSError:
             pass
     return count
-
-
-@functools.lru_cache(maxsize=1)
-def _umask() -> int:
-    mask = os.umask(0o022)  # reading the umask means setting it: once per process
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes 0600; a cache folder shared by CI agents or users needs the umask's mode
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _warn(message: str) -> None:

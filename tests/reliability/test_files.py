@@ -110,3 +110,16 @@ def test_files_is_torch_free():
                  if isinstance(node, ast.ImportFrom) and node.module}
     assert imported <= {"__future__", "contextlib", "os", "re", "secrets", "stat", "threading",
                         "collections"}
+
+
+def test_as_new_file_replaces_a_link_and_takes_the_umask_mode(tmp_path):
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"not yours")
+    os.chmod(elsewhere, 0o600)
+    entry = tmp_path / "cache" / "k.json"
+    entry.parent.mkdir()
+    entry.symlink_to(elsewhere)
+    files.atomic_write(entry, b"{}", as_new_file=True)
+    assert not entry.is_symlink() and entry.read_bytes() == b"{}"
+    assert elsewhere.read_bytes() == b"not yours"
+    assert stat.S_IMODE(os.stat(entry).st_mode) == 0o666 & ~_umask()
