@@ -25,19 +25,27 @@ import json, sys
 import pytest
 rc = pytest.main(sys.argv[1:])
 import compat, rel_helpers
-print(json.dumps({"rc": int(rc), "compat": compat.__file__, "root": str(rel_helpers.ROOT)}))
+print(json.dumps({"compat": compat.__file__, "root": str(rel_helpers.ROOT)}))
+raise SystemExit(rc)
 """
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True,
-                          text=True, timeout=60).stdout
+def _git_env(folder: Path) -> dict[str, str]:
+    """git's environment: the checkout may belong to another user than the one running the tests
+    (a mounted volume); git then refuses it unless it is a safe.directory, and a local clone's
+    upload-pack reads that from the global configuration only, not from ``git -c``."""
+    config = folder / "gitconfig"
+    config.write_text(f"[safe]\n\tdirectory = {ROOT}\n\tdirectory = {ROOT / '.git'}\n")
+    return {**os.environ, "GIT_CONFIG_GLOBAL": str(config)}
 
 
-def _overlay_working_tree(clone: Path) -> None:
+def _overlay_working_tree(clone: Path, env: dict[str, str]) -> None:
     """The clone gets the checkout's uncommitted state too, so it runs the tests as they are
     here (a clone alone holds only the last commit)."""
-    changed = _git("ls-files", "-z", "--modified", "--others", "--exclude-standard").split("\0")
+    changed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "--modified", "--others", "--exclude-standard"],
+        check=True, capture_output=True, text=True, timeout=60, env=env,
+    ).stdout.split("\0")
     for rel in filter(None, dict.fromkeys(changed)):
         src, dst = ROOT / rel, clone / rel
         if src.is_file():
@@ -57,10 +65,11 @@ def test_a_clone_in_a_private_folder_passes_the_privilege_drop_test(tmp_path: Pa
     os.chmod(private, 0o700)
     clone = private / "torch-onnx-compat"
     # umask 077: the clone's own files are private too, not only the folder above it
+    git_env = _git_env(tmp_path)
     clone_cmd = 'umask 077 && exec git clone --quiet --local "$0" "$1"'
-    subprocess.run(["sh", "-c", clone_cmd, str(ROOT), str(clone)], check=True, capture_output=True,
-                   timeout=120)
-    _overlay_working_tree(clone)
+    subprocess.run(["sh", "-c", clone_cmd, str(ROOT), str(clone)], check=True,
+                   capture_output=True, timeout=120, env=git_env)
+    _overlay_working_tree(clone, git_env)
     assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(clone / "compat" / "api.py").st_mode) & 0o077 == 0
 
