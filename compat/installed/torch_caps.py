@@ -1,7 +1,7 @@
 """What the installed torch can do: one home for version decisions and feature probes.
 
 Decisions use ``packaging.version`` for the documented changes and probes for what a build may
-lack (a torch without the TorchScript exporter, a torch without ``torch.onnx.ops``).
+lack (a torch without the TorchScript exporter, private internals a release moved).
 """
 
 from __future__ import annotations
@@ -61,27 +61,6 @@ def has_dynamo_exporter() -> bool:
     if not at_least(MIN_TORCH):
         return False
     return importlib.util.find_spec("torch.onnx._internal.exporter._core") is not None
-
-
-def dynamo_is_default() -> bool:
-    """The torch.export exporter became the default of ``torch.onnx.export`` in torch 2.9."""
-    return at_least("2.9")
-
-
-def export_accepts(keyword: str) -> bool:
-    """Whether ``torch.onnx.export`` itself still takes ``keyword``."""
-    import inspect
-
-    import torch.onnx
-
-    return keyword in inspect.signature(torch.onnx.export).parameters
-
-
-def has_onnx_ops_symbolic() -> bool:
-    """``torch.onnx.ops.symbolic`` (torch >= 2.8) emits a custom node on the new exporter."""
-    import torch.onnx
-
-    return hasattr(getattr(torch.onnx, "ops", None), "symbolic")
 
 
 def torchlib_min_opset() -> int:

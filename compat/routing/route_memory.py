@@ -225,18 +225,6 @@ def remember(req: ExportRequest, reason: str) -> None:
               f"set {ENV_CACHE_DIR} to a writable folder, or to 'off'")
 
 
-def forget(req: ExportRequest) -> bool:
-    """Drop the entry for ``req``; True when there was one."""
-    path = entry_path(req)
-    try:
-        if path is not None:
-            path.unlink()
-            return True
-    except OSError:
-        pass
-    return False
-
-
 def clear() -> int:
     """Remove every entry (all versions); returns how many."""
     folder = cache_dir()
