@@ -6,6 +6,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,46 +83,64 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
     return codes
 
 
-#: what the "default", "module" and "once" actions already showed. Python keeps this in each
-#: module's ``__warningregistry__``, but any change of the warning filters (torch's exporter
-#: makes some during an export) empties those, and the same warning would show on every call.
-_shown: set[tuple[Any, ...]] = set()
+#: per module of a call site and warning category: the filters its registry was used under, and
+#: the registry. warn_explicit empties a registry whenever any filter was touched since its last
+#: use, even when the filters end as they were (torch's exporters enter ``catch_warnings``) or the
+#: change is for another category (sympy adds one for its own warnings on import), so compat's
+#: warnings would show again; this one is replaced only when the filters for its category differ.
+_registries: dict[tuple[str, str, type[Warning]], tuple[tuple[Any, ...], dict[Any, Any]]] = {}
+_registries_lock = threading.Lock()
 
 
-def _action(category: type[Warning], text: str, module: str, lineno: int) -> str:
-    """The action the current filters give this warning (the matching of ``warnings``)."""
-    for action, msg, cat, mod, line in warnings.filters:
-        if (_matches(msg, text) and issubclass(category, cat) and _matches(mod, module)
-                and (line == 0 or line == lineno)):
-            return action
-    return warnings.defaultaction
+def _filters_for(category: type[Warning]) -> tuple[Any, ...]:
+    """The default action and the filters in force that can apply to ``category``."""
+    context_filters = getattr(warnings, "_get_filters", None)  # 3.14: context-aware warnings
+    filters = context_filters() if context_filters is not None else warnings.filters
+    return (warnings.defaultaction, *(f for f in filters if not _other_category(f, category)))
 
 
-def _matches(pattern: Any, value: str) -> bool:
-    # as CPython's check_matched: None matches all, a str (the built-in default filters) must be
-    # equal, a compiled pattern must match
-    if pattern is None:
-        return True
-    if isinstance(pattern, str):
-        return pattern == value
-    return bool(pattern.match(value))
+def _other_category(entry: Any, category: type[Warning]) -> bool:
+    cat = entry[2] if isinstance(entry, tuple) and len(entry) == 5 else None
+    return isinstance(cat, type) and not issubclass(category, cat)
+
+
+def _registry(site: CallSite, category: type[Warning]) -> dict[Any, Any]:
+    """The once-per-location registry (``__warningregistry__``-style) of ``site``'s module."""
+    key, filters = (site.module, site.filename, category), _filters_for(category)
+    with _registries_lock:
+        held = _registries.get(key)
+        if held is None or held[0] != filters:
+            held = _registries[key] = (filters, {})
+        return held[1]
+
+
+def _source_globals(site: CallSite) -> dict[str, Any] | None:
+    """The site's module globals when only its loader has the source line (a zip import): a
+    file on disk is read by ``linecache``, and globals would cost a source read per warning."""
+    if site.globals and "__loader__" in site.globals and not os.path.isfile(site.filename):
+        return site.globals
+    return None
 
 
 def emit(warning: Warning, site: CallSite) -> None:
-    """Warn as if from ``site`` so the default filter shows it once per call site."""
-    text = str(warning)
-    action = _action(type(warning), text, site.module, site.lineno)
-    key = {"default": (site.filename, site.lineno, text), "module": (site.module, text),
-           "once": (text,)}.get(action)
-    if key is not None:
-        if (action, *key) in _shown:
-            return
-        _shown.add((action, *key))
-    registry = site.globals.setdefault("__warningregistry__", {}) if site.globals else None
-    warnings.warn_explicit(
-        warning, type(warning), site.filename, site.lineno,
-        module=site.module or None, registry=registry,
-    )
+    """Warn as if from ``site``. The warning filters decide what happens (``-W error::...``,
+    ``simplefilter("always")``, pytest's filters); the actions that show a warning once per
+    location ("default", "module", "once") count per call site, across exports."""
+    category = type(warning)
+    registry = _registry(site, category)
+    if registry.get((str(warning), category, site.lineno)):
+        return  # shown here under these same filters: warn_explicit's own first check
+    recorded = dict(registry)
+    try:
+        warnings.warn_explicit(
+            warning, category, site.filename, site.lineno, module=site.module or None,
+            registry=registry, module_globals=_source_globals(site),
+        )
+    finally:
+        # an emptied registry (filters touched, same content: see ``_registries``) gets back
+        # what it recorded under these filters
+        for key, value in recorded.items():
+            registry.setdefault(key, value)
 
 
 #: codes of legacy APIs used since the last export (registrations, mode helpers): the next

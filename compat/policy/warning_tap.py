@@ -1,9 +1,11 @@
 """See the warnings an export shows without touching the warning filters.
 
-``warnings.catch_warnings`` would reset every module's once-per-location registry (compat's
-warnings must show once per call site), so the tap swaps ``warnings.showwarning`` instead: a
-warning of ``category`` is recorded in ``seen``, and either shown at once or, with ``hold``,
-after the tap closes. Others pass through. ``catch_warnings(record=True)`` keeps recording.
+``warnings.catch_warnings`` would empty every module's once-per-location registry (the user's
+and torch's own once-per-location warnings would show again after each export; compat's keep
+theirs, see ``notices.emit``) and record every category, so the tap swaps
+``warnings.showwarning`` instead: a warning of ``category`` is recorded in ``seen``, and either
+shown at once or, with ``hold``, after the tap closes. Others pass through.
+``catch_warnings(record=True)`` keeps recording.
 """
 
 from __future__ import annotations

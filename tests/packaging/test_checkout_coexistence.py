@@ -28,7 +28,6 @@ def test_user_modules_named_like_ours_are_the_call_site(tmp_path: Path, module: 
     exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 - a user module
     model = torch.nn.Linear(3, 2).eval()
     x = torch.randn(1, 3)
-    notices._shown.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         namespace["run"](compat, model, x, str(tmp_path / "m.onnx"))
