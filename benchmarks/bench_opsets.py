@@ -1,15 +1,20 @@
-"""Which share of a model set reaches opsets 11/13/15/17 with parity, three ways side by side:
+"""Which share of a model set reaches opsets 11/13/15/17 with parity, three ways side by side,
+each writing the model to a file that is then loaded and run (the same file layout everywhere):
 
-* ours: the torch.export route (built at opset 18) + compat's down-conversion (``dynamo.downconvert``),
-* onnx: the same opset-18 model + ``onnx.version_converter.convert_version``,
-* torchscript: the TorchScript exporter (``torch.onnx.export(..., dynamo=False)``) at that opset.
+* ours: what the shim runs, ``compat.export(route="dynamo", opset_version=N)`` (the torch.export
+  route builds at opset 18 and brings the model down with compat's down-conversion, onnx's
+  converter as its fallback; an opset it cannot reach is written higher and warned as ONX002);
+* onnx: ``compat.export(route="dynamo", opset_version=18)`` (the same route's model at 18) +
+  ``onnx.version_converter.convert_version`` to N;
+* torchscript: the TorchScript exporter (``torch.onnx.export(..., dynamo=False)``) at N.
 
+Every way gets the same call: input/output names, ``dynamic_axes`` on the input, the opset.
 Parity: onnxruntime output equals eager torch (rtol 1e-3, atol 1e-4) at the example size and at
-another size along the dynamic axes, and the model imports the asked opset. Ratios: ours over
-the TorchScript exporter's share per opset (goal >= 1). No asserts.
-Run: ``.venv/bin/python benchmarks/bench_opsets.py [--quick]``; ``run()`` returns the numbers.
+another size along the dynamic axes, and the model imports the asked opset. Rows: numerator ours'
+count of models with parity, denominator the TorchScript exporter's, per opset (goal >= 1). No
+timing, no asserts. Run: ``.venv/bin/python benchmarks/bench_opsets.py [--quick]``; ``run()``
+returns the numbers.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -18,12 +23,14 @@ import io
 import logging
 import os
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np
@@ -202,76 +209,64 @@ def _quiet() -> Iterator[None]:
         logging.disable(level)
 
 
-def _opset18(case: Case, model: nn.Module) -> Any:
-    """The torch.export route's model at opset 18 (as an onnx_ir Model), or the error."""
-    import dynamo
-    from compat.request import ExportRequest
+def _options(case: Case, opset: int) -> dict[str, Any]:
+    return {"input_names": ["x"], "output_names": ["y"], "dynamic_axes": {"x": case.axes}, "opset_version": opset}
 
-    req = ExportRequest(model=model, args=(case.example(),), input_names=("x",), output_names=("y",),
-                        dynamic_axes={"x": case.axes}, opset_version=18,
-                        given=frozenset({"dynamic_axes", "opset_version"}))
+
+def _shim(case: Case, model: nn.Module, opset: int, path: str) -> str:
+    """``compat.export`` on the torch.export route at ``opset``, written to ``path``."""
+    import compat
+
     with _quiet():
-        return dynamo.export(req).program.model
+        compat.export(model, (case.example(),), path, route="dynamo", **_options(case, opset))
+    return path
 
 
-def _ours(base: Any, opset: int) -> Any:
-    import onnx_ir as ir
-
-    from dynamo.downconvert import downconvert
-
-    result = downconvert(base, opset, onnx_fallback=False)
-    if not result.complete:
-        raise RuntimeError(result.reason())
-    return ir.to_proto(result.model)
-
-
-def _onnx_converter(base: Any, opset: int) -> Any:
+def _onnx_converter(base: str, opset: int, path: str) -> str:
+    """The torch.export route's opset-18 file ``base`` through onnx's version converter."""
     import onnx.version_converter
-    import onnx_ir as ir
 
     with _quiet():
-        return onnx.version_converter.convert_version(ir.to_proto(base), opset)
+        onnx.save(onnx.version_converter.convert_version(onnx.load(base), opset), path)
+    return path
 
 
-def _torchscript(case: Case, model: nn.Module, opset: int) -> Any:
+def _torchscript(case: Case, model: nn.Module, opset: int, path: str) -> str:
+    with _quiet():
+        torch.onnx.export(model, (case.example(),), path, dynamo=False, **_options(case, opset))
+    return path
+
+
+def _parity(path: str, model: nn.Module, case: Case, opset: int) -> str | None:
+    """None when the model file ``path`` is at ``opset`` and matches eager at two sizes; else why not."""
     import onnx
+    from _onnx import eager, run, session
 
-    buf = io.BytesIO()
-    with _quiet():
-        torch.onnx.export(model, (case.example(),), buf, dynamo=False, opset_version=opset,
-                          input_names=["x"], output_names=["y"], dynamic_axes={"x": case.axes})
-    return onnx.load_from_string(buf.getvalue())
-
-
-def _parity(proto: Any, model: nn.Module, case: Case, opset: int) -> str | None:
-    """None when ``proto`` is at ``opset`` and matches eager at two sizes; else why not."""
-    from dynamo import parity
-
-    got = {o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")}
+    got = {o.version for o in onnx.load(path, load_external_data=False).opset_import if o.domain in ("", "ai.onnx")}
     if got != {opset}:
         return f"opset {sorted(got)}"
     try:
-        sess = parity.session(proto, quiet=True)
+        sess = session(path)
     except Exception as exc:  # noqa: BLE001 - any runtime rejection is "no parity"
         return f"onnxruntime rejects the model: {type(exc).__name__}"
     for x in (case.example(), case.other()):
         try:
-            out = parity.run(sess, {"x": x})[0]
+            out = run(sess, {"x": x})[0]
         except Exception as exc:  # noqa: BLE001
             return f"onnxruntime fails at {tuple(x.shape)}: {type(exc).__name__}"
-        ref = parity.eager(model, (x,))[0]
+        ref = eager(model, (x,))[0]
         if out.shape != ref.shape or not np.allclose(out, ref, rtol=1e-3, atol=1e-4):
             return f"differs from eager at {tuple(x.shape)}"
     return None
 
 
-def _attempt(make: Callable[[], Any], model: nn.Module, case: Case, opset: int) -> str | None:
+def _attempt(make: Callable[[], str], model: nn.Module, case: Case, opset: int) -> str | None:
     try:
-        proto = make()
+        path = make()
     except Exception as exc:  # noqa: BLE001 - a failed conversion/export is "no parity"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return f"{type(exc).__name__}: {first.rsplit('failed: ', 1)[-1][:100]}"
-    return _parity(proto, model, case, opset)
+    return _parity(path, model, case, opset)
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -279,31 +274,30 @@ def run(quick: bool = False) -> dict[str, Any]:
     cases = [c for c in CASES if not quick or c.name in QUICK]
     failures: dict[str, dict[str, str]] = {}  # "way@opset" -> {model: why}
     passed = {(way, opset): 0 for way in WAYS for opset in OPSETS}
-    seconds = dict.fromkeys(("torch_export_at_18", *WAYS), 0.0)
     start = time.perf_counter()
-    for case in cases:
-        torch.manual_seed(0)
-        model = case.make().eval()
-        t0 = time.perf_counter()
-        try:
-            base, base_error = _opset18(case, model), None
-        except Exception as exc:  # noqa: BLE001
-            base, base_error = None, f"torch.export route at 18: {type(exc).__name__}"
-        seconds["torch_export_at_18"] += time.perf_counter() - t0
-        for opset in OPSETS:
-            makers = {
-                "ours": functools.partial(_ours, base, opset),
-                "onnx": functools.partial(_onnx_converter, base, opset),
-                "torchscript": functools.partial(_torchscript, case, model, opset),
-            }
-            for way, make in makers.items():
-                t0 = time.perf_counter()
-                why = base_error if base is None and way != "torchscript" else _attempt(make, model, case, opset)
-                seconds[way] += time.perf_counter() - t0
-                if why is None:
-                    passed[way, opset] += 1
-                else:
-                    failures.setdefault(f"{way}@{opset}", {})[case.name] = why
+    with tempfile.TemporaryDirectory(prefix="bench-opsets-") as tmp:
+        for case in cases:
+            torch.manual_seed(0)
+            model = case.make().eval()
+            base = os.path.join(tmp, f"{case.name}-18.onnx")
+            try:
+                _shim(case, model, 18, base)
+                base_error = None
+            except Exception as exc:  # noqa: BLE001
+                base_error = f"torch.export route at 18: {type(exc).__name__}"
+            for opset in OPSETS:
+                out = os.path.join(tmp, f"{case.name}-{opset}")
+                makers = {
+                    "ours": functools.partial(_shim, case, model, opset, out + "-ours.onnx"),
+                    "onnx": functools.partial(_onnx_converter, base, opset, out + "-onnx.onnx"),
+                    "torchscript": functools.partial(_torchscript, case, model, opset, out + "-torchscript.onnx"),
+                }
+                for way, make in makers.items():
+                    why = base_error if base_error and way == "onnx" else _attempt(make, model, case, opset)
+                    if why is None:
+                        passed[way, opset] += 1
+                    else:
+                        failures.setdefault(f"{way}@{opset}", {})[case.name] = why
     n = len(cases)
     shares = {f"opset{o}": {w: round(passed[w, o] / n, 3) for w in WAYS} for o in OPSETS}
     ratios = []
@@ -311,13 +305,13 @@ def run(quick: bool = False) -> dict[str, Any]:
         ours, ts = passed["ours", opset], passed["torchscript", opset]
         ratio = ours / ts if ts else (1.0 if ours == 0 else float(ours))
         ratios.append({"name": f"parity_share_ours_over_torchscript@{opset}", "ratio": round(ratio, 3),
-                       "target": ">= 1"})
+                       "target": ">= 1", "numerator": "ours: models with parity",
+                       "denominator": "torchscript: models with parity", "counts": {"ours": ours, "torchscript": ts}})
     return {
         "models": [c.name for c in cases],
         "opsets": list(OPSETS),
         "shares": shares,
         "failures": failures,
-        "seconds": {k: round(v, 1) for k, v in seconds.items()},
         "total_s": round(time.perf_counter() - start, 1),
         "ratios": ratios,
         "ours_at_least_torchscript_every_opset": all(passed["ours", o] >= passed["torchscript", o] for o in OPSETS),
@@ -335,7 +329,6 @@ def main() -> None:
         print(f"  {r['name']:<44} {r['ratio']:>6.2f}  (target {r['target']})")
     for key, why in res["failures"].items():
         print(f"  no parity {key}: {why}")
-    print(f"  seconds {res['seconds']}, total {res['total_s']} s")
 
 
 if __name__ == "__main__":
