@@ -12,6 +12,7 @@ Row (ratio of medians): numerator ``compat.migrate --check -j 2``, denominator t
 same tree: what the analysis costs over the parse it needs. No asserts.
 ``python benchmarks/bench_migrate.py [--quick] [--json PATH]``.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -223,7 +224,7 @@ def run(quick: bool = False, files: int | None = None) -> dict[str, Any]:
         findings = len(json.loads(check.stdout)) if check.stdout.strip().startswith("[") else -1
         parsed = int(parse_process(root).stdout)
         times = alternate({CHECK: lambda: migrate_check(root), FLOOR: lambda: parse_process(root)},
-                          reps=3 if quick else 6, warmup=0)
+                          reps=3 if quick else 5, warmup=0)
     rows = [ratio(times, CHECK, FLOOR, f"check / prefilter + ast parse of the same files, {files} files")]
     return {"benchmark": "migrate", "title": TITLE, "ratios": rows,
             "details": {"files": files, "files_parsed": parsed, "files_with_legacy_export": (files + 2) // 3,

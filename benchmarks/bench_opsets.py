@@ -15,6 +15,7 @@ count of models with parity, denominator the TorchScript exporter's, per opset (
 timing, no asserts. Run: ``.venv/bin/python benchmarks/bench_opsets.py [--quick]``; ``run()``
 returns the numbers.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 
 #: benchmarks other issues deliver; a missing one is reported, not an error
 EXPECTED = ("bench_dispatch", "bench_memory", "bench_latency", "bench_migrate", "bench_transformer", "bench_hf",
-            "bench_opsets")
+            "bench_opsets", "bench_model_state", "bench_validate")
 
 
 def _load(path: Path) -> Any:
@@ -40,19 +40,16 @@ def _call(run: Any, quick: bool) -> Any:
 
 
 def rows_of(result: Any) -> list[tuple[str, float, str]]:
-    """(name, ratio, note) rows from a result: our ``ratios`` list, or any ``*ratio*`` number."""
-    if not isinstance(result, dict):
+    """(name, ratio, note) rows of a result's ``ratios`` list; the note names the target and the
+    numerator / denominator."""
+    if not isinstance(result, dict) or not isinstance(result.get("ratios"), list):
         return []
-    if isinstance(result.get("ratios"), list):
-        return [(r["name"], r["ratio"], f"target {r['target']}" if r.get("target") else "")
-                for r in result["ratios"] if isinstance(r, dict) and isinstance(r.get("ratio"), (int, float))]
-    out = []
-    for key, value in result.items():
-        if "ratio" in key and isinstance(value, (int, float)):
-            out.append((key, float(value), ""))
-        elif "ratio" in key and isinstance(value, dict):
-            out += [(f"{key}[{k}]", float(v), "") for k, v in value.items() if isinstance(v, (int, float))]
-    return out
+    rows = []
+    for r in result["ratios"]:
+        if isinstance(r, dict) and isinstance(r.get("ratio"), (int, float)):
+            target = f"target {r['target']}  " if r.get("target") else ""
+            rows.append((r["name"], r["ratio"], f"{target}[{r.get('numerator')} / {r.get('denominator')}]"))
+    return rows
 
 
 def facts_of(result: Any) -> list[tuple[str, bool]]:
@@ -93,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         table += [(name, *row) for row in rows_of(result)]
         facts += [(name, *fact) for fact in facts_of(result)]
     total = time.perf_counter() - start
-    print("\nside-by-side ratios (medians of alternating runs in this process)")
+    print("\nside-by-side ratios (timings: medians of alternating runs in this process; bench_opsets and "
+          "bench_hf: counts of models with parity)")
     width = max((len(r[1]) for r in table), default=20)
     for bench, row, value, note in table:
         print(f"  {bench:<18} {row:<{width}}  {value:>8.3f}  {note}")
