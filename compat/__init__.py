@@ -1,14 +1,15 @@
 """torch-onnx-compat: run old ``torch.onnx.export`` code on current PyTorch, and migrate it.
 
-Importing ``compat`` is cheap: torch and the exporters load on first use (PEP 562). Installed
-from the wheel, this package is ``torch_onnx_compat`` (``import torch_onnx_compat as compat``).
+Importing ``compat`` is cheap: torch and the exporters load on first use (PEP 562, through
+``compat._lazy``). Installed from the wheel, this package is ``torch_onnx_compat`` (``import
+torch_onnx_compat as compat``).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from compat import _lazy
 from compat.errors import CompatError, ExportFailed, LegacyExportWarning
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
@@ -26,33 +27,11 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 
 __version__ = "0.1.0"
 
-#: name -> (submodule, attribute); these need the runtime extra (torch, onnx, ...)
-_LAZY = {
-    "export": ("api", "export"),
-    "last_outcome": ("api", "last_outcome"),
-    "compare": ("tools.parity", "compare"),
-    "ParityReport": ("tools.parity", "ParityReport"),
-    "register_custom_op_symbolic": ("routing.registry", "register_custom_op_symbolic"),
-    "unregister_custom_op_symbolic": ("routing.registry", "unregister_custom_op_symbolic"),
-    "patch": ("tools.patching", "patch"),
-    "ExportRequest": ("request", "ExportRequest"),
-    "Outcome": ("request", "Outcome"),
-}
-_NEEDS_RUNTIME = {"api", "tools.parity", "routing.registry", "tools.patching"}
-
-__all__ = ["CompatError", "ExportFailed", "LegacyExportWarning", "__version__"] + list(_LAZY)
+__all__ = ["CompatError", "ExportFailed", "LegacyExportWarning", "__version__"] + list(_lazy.PUBLIC)
 
 
 def __getattr__(name: str) -> Any:
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    if module in _NEEDS_RUNTIME:
-        from compat.installed.runtime_extra import require_runtime
-
-        require_runtime(f"{__name__}.{name}")
-    value = getattr(importlib.import_module(f".{module}", __name__), attr)
+    value = _lazy.load(name)
     globals()[name] = value
     return value
 

@@ -12,9 +12,11 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from compat.errors import CompatTypeError, CompatValueError
+from compat.routing.route_packages import route_module
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9-_]+::[a-zA-Z-_]+[a-zA-Z0-9-_]*$")
 _LOCK = threading.Lock()
@@ -22,13 +24,16 @@ _LOCK = threading.Lock()
 _OWN: dict[str, dict[int, Callable[..., Any]]] = {}
 
 
+def _torch_internals() -> ModuleType:
+    """``dynamo.torch_internals``, where torch's TorchScript symbolic registry is read: through
+    route_packages (a plain ``import dynamo`` could load a user's package of that name)."""
+    return route_module("dynamo.torch_internals")
+
+
 def _torch_originals() -> tuple[Callable[..., None] | None, Callable[..., None] | None]:
     # Taken from torch's defining module, not torch.onnx, so a patched
     # torch.onnx.register_custom_op_symbolic never recurses into us.
-    from compat.routing.route_packages import route_module
-
-    torch_internals = route_module("dynamo.torch_internals")
-
+    torch_internals = _torch_internals()
     return torch_internals.original_register(), torch_internals.original_unregister()
 
 
@@ -102,11 +107,7 @@ def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> Non
 
 
 def _torch_registered() -> dict[str, dict[int, Callable[..., Any]]]:
-    from compat.routing.route_packages import route_module
-
-    torch_internals = route_module("dynamo.torch_internals")
-
-    return torch_internals.legacy_custom_symbolics()
+    return _torch_internals().legacy_custom_symbolics()
 
 
 def registrations() -> list[Registration]:
@@ -140,10 +141,6 @@ def active(opset: int) -> dict[str, Registration]:
     """name -> the registration that applies at ``opset``: as the TorchScript exporter decides,
     so a registration below one of torch's own symbolics for that op (``::gelu`` at opset 1,
     torch's own gelu at 9) does not apply at opset 18 on either route."""
-    from compat.routing.route_packages import route_module
-
-    torch_internals = route_module("dynamo.torch_internals")
-
     out: dict[str, Registration] = {}
     for reg in registrations():
         if reg.opset_version <= opset:
@@ -152,7 +149,7 @@ def active(opset: int) -> dict[str, Registration]:
                 out[reg.name] = reg
     if _ORIGINALS[0] is not None:
         for name, reg in list(out.items()):
-            chosen = torch_internals.legacy_dispatch(name, opset)
+            chosen = _torch_internals().legacy_dispatch(name, opset)
             if chosen is not None and chosen is not reg.fn:
                 del out[name]
     return out

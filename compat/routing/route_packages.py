@@ -4,6 +4,11 @@ Installed from the wheel they are ``torch_onnx_compat.legacy`` and ``torch_onnx_
 nothing can shadow them. In a checkout they are the top-level folders next to ``compat/``; when
 ``sys.path`` (a user project's own ``legacy/`` beside the script) or ``sys.modules`` holds another
 package of that name, ours is loaded from its folder under a private name instead.
+
+That is why ``compat`` reaches the route packages only through :func:`route_module`, never with a
+plain ``import legacy`` / ``import dynamo`` (which a user's package could answer): this module and
+``compat._lazy`` (the public API's PEP 562 table) are the only places that load the project's
+own modules by a string (``tests/test_import_contracts.py`` checks it).
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ def test_public_api_is_visible_to_type_checkers() -> None:
                and getattr(node.test, "id", "") == "TYPE_CHECKING"]
     names = {a.asname or a.name for node in guarded for imp in node.body
              if isinstance(imp, ast.ImportFrom) for a in imp.names}
-    assert set(compat._LAZY) <= names
+    assert set(compat._lazy.PUBLIC) <= names
     params = inspect.signature(compat.export).parameters
     assert params["route"].kind is inspect.Parameter.KEYWORD_ONLY
     hints = typing.get_type_hints(api.export)
