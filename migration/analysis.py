@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import copy
 import re
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from compat.catalog import DYNAMO_KEYWORD_SINCE
 
@@ -74,8 +75,8 @@ class Context:
         self.evidence = evidence or {}
         self.findings: list[Finding] = []
         self.facts: dict[str, Any] = {}  # module-level facts rules share (e.g. custom symbolics)
-        self.enabled: Any = lambda code, *lines: True  # set by the engine: selected, not noqa'd
-        self.suppressed: Any = lambda code, *lines: False  # set by the engine: noqa'd
+        self.enabled: Any = lambda code, *lines: True  # set by the text core: selected, not noqa'd
+        self.suppressed: Any = lambda code, *lines: False  # set by the text core: noqa'd
         self._parents: dict[ast.AST, ast.AST] | None = None
         self._constants: dict[str, ast.expr] | None = None
         self._with_constants: dict[int, tuple[ast.expr, ast.expr]] = {}
@@ -360,10 +361,14 @@ def kwargs_may_set_dynamo(ctx: Context, expr: ast.expr, scope: list[Scope]) -> b
     return False
 
 
-def build_export_call(ctx: Context, node: ast.Call, scope: list[Scope]) -> ExportCall:
-    """Collect the options of an export call, mapping positional ones by their layout."""
-    from .rules.onx2 import map_positional  # the positional layouts are an ONX2 fact
+#: names of the positional options after ``f`` and the layout's name, (None, None) when the
+#: layout cannot be told; provided by a rule (the positional layouts are an ONX2 fact)
+PositionalMap = Callable[[list[ast.expr]], tuple[list[str] | None, str | None]]
 
+
+def build_export_call(ctx: Context, node: ast.Call, scope: list[Scope],
+                      map_positional: PositionalMap) -> ExportCall:
+    """Collect the options of an export call, mapping positional ones with ``map_positional``."""
     ec = ExportCall(node=node, key=ctx.key(node), scope=list(scope))
     pos = node.args
     ec.star_args = any(isinstance(a, ast.Starred) for a in pos)
@@ -392,10 +397,23 @@ def build_export_call(ctx: Context, node: ast.Call, scope: list[Scope]) -> Expor
     return ec
 
 
-class _Walker(ast.NodeVisitor):
-    """Visits the module once with a scope stack and hands nodes to the rule families."""
+class Handlers(Protocol):
+    """What the walker calls (``migration.registry.Rules`` runs the registered rule hooks)."""
 
-    def __init__(self, ctx: Context, handlers: Any) -> None:
+    def prepare(self, ctx: Context) -> None: ...
+    def on_call(self, ctx: Context, node: ast.Call, scope: list[Scope]) -> None: ...
+    def on_if(self, ctx: Context, node: ast.If, scope: list[Scope]) -> list[ast.stmt] | None: ...
+    def on_with(self, ctx: Context, node: ast.With, scope: list[Scope]) -> bool: ...
+    def on_import(self, ctx: Context, node: ast.Import | ast.ImportFrom,
+                  scope: list[Scope]) -> None: ...
+    def on_class(self, ctx: Context, node: ast.ClassDef, scope: list[Scope]) -> None: ...
+    def on_reference(self, ctx: Context, node: ast.expr, scope: list[Scope]) -> None: ...
+
+
+class _Walker(ast.NodeVisitor):
+    """Visits the module once with a scope stack and hands nodes to the rules' handlers."""
+
+    def __init__(self, ctx: Context, handlers: Handlers) -> None:
         self.ctx = ctx
         self.h = handlers
         self.stack: list[Scope] = [ctx.tree]
@@ -457,10 +475,9 @@ class _Walker(ast.NodeVisitor):
         self.h.on_reference(self.ctx, node, self.stack)
 
 
-def analyze(ctx: Context) -> list[Finding]:
-    """Run every rule family over the module; returns all findings (unfiltered)."""
-    from . import rules
-
+def analyze(ctx: Context, rules: Handlers) -> list[Finding]:
+    """Run ``rules`` (the rule registry's handlers) over the module; returns all findings
+    (unfiltered)."""
     token = _ACTIVE.set(ctx)
     try:
         rules.prepare(ctx)

@@ -15,9 +15,11 @@ from compat import commands
 from compat.catalog import BY_CODE, is_code_prefix
 
 from . import output
+from .core import Options
 from .discovery import iter_files
-from .engine import Options, process_bytes, process_many
+from .files import process_many
 from .model import FileResult
+from .sources import process_bytes
 
 CONFIG_TABLE = ("tool", "torch-onnx-compat", "migrate")
 PARALLEL_MIN = 24  # below this, process startup costs more than it saves

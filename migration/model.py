@@ -83,3 +83,13 @@ class FileResult:
     old_bytes: bytes | None = None
     error: str | None = None  # internal error (exit 2)
     dropped: list[str] = field(default_factory=list)  # fixes dropped because they broke the file
+
+    def not_written(self, reason: str, code: str = IO_ERROR) -> FileResult:
+        """This result as it stands when its rewrite is not written: nothing was fixed, and
+        a ``code`` finding says why."""
+        self.findings = sorted([*self.fixed, *self.findings],
+                               key=lambda f: (f.cell or 0, f.line, f.column, f.code))
+        self.findings.append(Finding(code, 1, 1, "none", path=self.path,
+                                     note=f"not written: {reason}"))
+        self.fixed, self.new_bytes = [], None
+        return self

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import json
 
-from .engine import Options, check_text, fix_text, might_need_migration, not_written
+from .core import Options, check_text, fix_text, might_need_migration
 from .model import SAFETY_CHECK, SYNTAX_ERROR, FileResult, Finding
 from .splice import UnsafeRewrite
 
@@ -53,8 +53,8 @@ def process_notebook(data: bytes, path: str, opts: Options) -> FileResult:
                 result.error = f"rewrite not written, it failed the safety check: cell {n}: {exc}"
                 result.findings += [_in_cell(f, n) for f in check_text(text, path, opts,
                                                                       preamble=preamble)]
-                return not_written(result, f"cell {n}: the rewrite failed its safety check "
-                                           f"({exc})", SAFETY_CHECK)
+                return result.not_written(f"cell {n}: the rewrite failed its safety check "
+                                          f"({exc})", SAFETY_CHECK)
             for f in fixed:
                 f.cell = n
             result.fixed += fixed

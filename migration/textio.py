@@ -13,6 +13,8 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
+from .discovery import link_problem
+
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -44,8 +46,6 @@ def encode(text: str, like: Decoded) -> bytes:
 def write_problem(path: str) -> str | None:
     """Why ``path`` must not be rewritten (None: it may be): a read-only file, or a path that
     goes through a symlink to a file outside the working tree or inside a skipped folder."""
-    from .discovery import link_problem
-
     problem = link_problem(path)
     if problem is not None:
         return problem

@@ -13,6 +13,7 @@ from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET, OPTION_CODES
 from ..analysis import Context, ExportCall, literal
 from ..ledger import shim_only
 from ..model import Edit
+from ..registry import register
 from . import onx1, onx2
 
 
@@ -124,6 +125,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     return route
 
 
+@register("route")
 def check_export(ctx: Context, ec: ExportCall) -> Route:
     """Emit ONX001 (when ``dynamo=`` is missing) and return the route for the ONX1 rules."""
     route = decide(ctx, ec)

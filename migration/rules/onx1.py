@@ -9,6 +9,7 @@ from compat.catalog import OPTION_CODES
 
 from ..analysis import SHIM_MODULES, Context, ExportCall, Option, literal, member
 from ..model import Edit
+from ..registry import register
 from ..resolve import Scope, dotted
 
 if TYPE_CHECKING:
@@ -313,6 +314,7 @@ def evidently_eval(ctx: Context, ec: ExportCall) -> bool:
         node = holder
 
 
+@register("routed_export", order=20)
 def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
     """ONX101-107 on an export call whose route is known."""
     if route.old_torch:  # the default exporter differs between the torch versions supported
@@ -380,10 +382,13 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
                                                            *add_route), anchor=ec.node)
 
 
-def check_wrapper_call(ctx: Context, node: ast.Call, scope: list[Scope]) -> None:
+@register("call", order=10)
+def check_wrapper_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
+                       ) -> None:
     """A project-local wrapper called with legacy export options (it may forward them); not the
-    shim's own API (``compat.export`` honours them), where the rewriter may have routed a call."""
-    if any(q.split(".", 1)[0] in SHIM_MODULES for q in ctx.qualnames(node.func, scope)):
+    shim's own API (``compat.export`` honours them), where the rewriter may have routed a call,
+    nor torch.onnx's own functions (the other rules' calls)."""
+    if any(q.startswith("torch.onnx.") or q.split(".", 1)[0] in SHIM_MODULES for q in quals):
         return
     for kw in node.keywords:
         if kw.arg in WRAPPER_KEYWORDS:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis import Context, ExportCall, literal, member
 from ..model import Edit
+from ..registry import register
 
 if TYPE_CHECKING:
     from .onx0 import Route
@@ -39,6 +40,7 @@ def _is_operator_type(node: ast.expr) -> bool:
     return member(node) in _OPERATOR_TYPES or "OperatorExportTypes" in ast.dump(node)
 
 
+@register("positional")
 def map_positional(extra: list[ast.expr]) -> tuple[list[str] | None, str | None]:
     """Names of positional options after ``f``; (None, None) when the layout cannot be told.
 
@@ -60,6 +62,7 @@ def map_positional(extra: list[ast.expr]) -> tuple[list[str] | None, str | None]
     return list(layout[: len(extra)]), name
 
 
+@register("export")
 def check_export(ctx: Context, ec: ExportCall) -> None:
     """ONX206 and ONX201-208 on one export call."""
     node = ec.node
@@ -94,6 +97,7 @@ def check_export(ctx: Context, ec: ExportCall) -> None:
             _onx208(ctx, ec, opt)
 
 
+@register("routed_export", order=10)
 def check_external_data(ctx: Context, ec: ExportCall, route: Route) -> None:
     """ONX202 once the route is known: ``external_data=`` is what the torch.export route reads;
     the TorchScript route ignores it (it writes one file below 2 GB), so there the weights are

@@ -7,6 +7,7 @@ import re
 
 from ..analysis import Context
 from ..model import Edit
+from ..registry import register
 from ..resolve import Scope, dotted
 
 REGISTER = {
@@ -21,6 +22,7 @@ _INTERNAL = re.compile(
 _SYMBOLIC_DEF = re.compile(r"def\s+symbolic\s*\(")
 
 
+@register("prepare")
 def prepare(ctx: Context) -> None:
     """Whether the module defines custom symbolics (its export calls then use compat.export)."""
     text = ctx.text
@@ -30,6 +32,7 @@ def prepare(ctx: Context) -> None:
     ctx.facts["uses_compat"] = ctx.imports_shim()
 
 
+@register("call", order=30)
 def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]) -> None:
     """ONX301: registrations switch to compat's helpers, which also feed the torch.export route."""
     hit = next((REGISTER[q] for q in quals if q in REGISTER), None)
@@ -41,6 +44,7 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     ctx.facts["custom_symbolics"] = True
 
 
+@register("import", order=10)
 def check_import(ctx: Context, node: ast.Import | ast.ImportFrom, scope: list[Scope]) -> None:
     """ONX303: imports of TorchScript-exporter internals."""
     if isinstance(node, ast.Import):
@@ -55,6 +59,7 @@ def check_import(ctx: Context, node: ast.Import | ast.ImportFrom, scope: list[Sc
             return
 
 
+@register("class")
 def check_class(ctx: Context, node: ast.ClassDef, scope: list[Scope]) -> None:
     """ONX302: ``autograd.Function`` subclasses with a ``symbolic`` staticmethod."""
     if ctx.facts.get("uses_compat"):

@@ -6,6 +6,7 @@ import ast
 
 from ..analysis import Context, literal, member
 from ..model import Edit
+from ..registry import register
 from ..resolve import Scope, dotted
 
 DYNAMO_EXPORT = "torch.onnx.dynamo_export"
@@ -24,6 +25,7 @@ def _sibling(ctx: Context, node: ast.Call, scope: list[Scope], strip: int) -> st
     return f"{ref}.export" if ref else None
 
 
+@register("call", order=20)
 def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]) -> bool:
     """ONX401/403/404 on a call; True when the call is an export call to analyse further."""
     if UTILS_EXPORT & quals:
@@ -51,6 +53,7 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     return False
 
 
+@register("with")
 def check_with(ctx: Context, node: ast.With, scope: list[Scope]) -> bool:
     """ONX404: ``with select_model_mode_for_export(model, mode):`` becomes explicit mode handling."""
     if len(node.items) != 1 or not isinstance(node.items[0].context_expr, ast.Call):
@@ -74,6 +77,7 @@ def check_with(ctx: Context, node: ast.With, scope: list[Scope]) -> bool:
     return True
 
 
+@register("import", order=20)
 def check_import(ctx: Context, node: ast.Import | ast.ImportFrom, scope: list[Scope]) -> None:
     """ONX403: ``from torch.onnx.utils import export`` becomes ``from torch.onnx import export``."""
     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "torch.onnx.utils":
@@ -84,6 +88,7 @@ def check_import(ctx: Context, node: ast.Import | ast.ImportFrom, scope: list[Sc
             ctx.emit("ONX403", node, note="import export from torch.onnx")
 
 
+@register("reference")
 def check_reference(ctx: Context, node: ast.expr, scope: list[Scope]) -> None:
     """ONX402: ``torch.onnx.ExportOptions`` (no rewrite: its options have no 1:1 mapping)."""
     name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)

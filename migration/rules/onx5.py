@@ -15,6 +15,7 @@ import re
 from compat.catalog import DYNAMO_KEYWORD_SINCE
 
 from ..analysis import Context, literal
+from ..registry import register
 from ..resolve import Scope, dotted
 
 Version = tuple[int, int]
@@ -103,6 +104,7 @@ def _module_value(ctx: Context, name: str) -> ast.expr | None:
     return ctx.facts["flags"].get(name)
 
 
+@register("if")
 def check_if(ctx: Context, node: ast.If, scope: list[Scope]) -> list[ast.stmt] | None:
     """ONX501 on an ``if`` whose one branch only old torch reaches; returns the statements
     still to analyse (the live branch), or None when the ``if`` is not such a gate."""

@@ -17,7 +17,7 @@ hypothesmith = pytest.importorskip("hypothesmith")
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from migration.engine import Options, fix_text
+from migration.core import Options, fix_text
 
 HEADER = "import torch\nfrom torch.onnx import TrainingMode\n"
 CALLS = (

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from migration.engine import Options, check_text, fix_text
+from migration.core import Options, check_text, fix_text
 
 H = "import torch\nfrom torch.onnx import TrainingMode\n"
 

@@ -9,7 +9,8 @@ import pytest
 
 import migration.fixer as fixer_mod
 from migration import cli
-from migration.engine import Options, check_text, fix_text, process_bytes
+from migration.core import Options, check_text, fix_text
+from migration.sources import process_bytes
 from migration.model import Edit, Finding
 
 H = "import torch\nfrom torch.onnx import TrainingMode, select_model_mode_for_export\n"
@@ -51,10 +52,10 @@ def test_a_fix_that_does_not_compile_is_never_applied() -> None:
     # ``(yield)`` parses (ast.parse accepts it at module level) but does not compile
     src = H + "torch.onnx.export(model, (x,), 'm.onnx', dynamo=True, external_data=False)\n"
     bad = Finding("ONX201", 3, 1, "safe", (Edit("set", (3, 0), ("external_data", "(yield)")),))
-    import migration.engine as eng
+    import migration.core as core
 
     dropped: list[str] = []
-    new, kept = eng._apply(src, __import__("ast").parse(src), [bad], dropped, "t.py")
+    new, kept = core._apply(src, __import__("ast").parse(src), [bad], dropped, "t.py")
     assert new == src and kept == [] and "compile" in dropped[0]
 
 

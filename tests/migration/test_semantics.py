@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from migration.cli import main
-from migration.engine import Options, check_text, fix_text
+from migration.core import Options, check_text, fix_text
 from migration.ledger import LedgerIndex, read, shift_lines
 
 H = "import torch\nfrom torch.onnx import TrainingMode\n"

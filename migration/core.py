@@ -1,22 +1,24 @@
-"""One file in, findings (and possibly new bytes) out: prefilter, ast pass, libcst fixes."""
+"""The text core: one module's source text in, its findings and the fixed text out.
+
+The byte prefilter, the ``ast`` pass (the rules the registry holds), ``# noqa`` and the
+selection, and the libcst fixes run to a fixpoint. Nothing here reads or writes a file: the
+per-suffix file layer (``sources.py`` for Python files, ``notebook.py`` for notebooks,
+``files.py`` for the disk) decodes the bytes, calls this, and encodes and writes the result.
+"""
 
 from __future__ import annotations
 
 import ast
-import gc
-import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from compat.catalog import prefilter_tokens
 
 from .analysis import Context, analyze
 from .ledger import LedgerIndex, shift_lines
-from .model import IO_ERROR, SAFETY_CHECK, SYNTAX_ERROR, FileResult, Finding
+from .model import SYNTAX_ERROR, Finding
+from .rules import RULES
 from .splice import FixFailed, Layout, UnsafeRewrite, plan, rewrite_piece, splice
-from .textio import atomic_write, decode, encode, write_problem
 
 TOKENS = prefilter_tokens()
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -80,7 +82,7 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
         Finding(code, line, 1, lines=more), lines)
     ctx.suppressed = lambda code, line, *more: _noqa(Finding(code, line, 1, lines=more), lines)
     try:
-        found = analyze(ctx)
+        found = analyze(ctx, RULES)
     except (RecursionError, MemoryError):
         return [_too_deep(path)]
     out, off = [], []
@@ -206,92 +208,3 @@ def fix_text(text: str, path: str, opts: Options, evidence: dict | None = None,
             f.note = f"{f.note}; fix not applied: {reason}" if f.note else \
                 f"fix not applied: {reason}"
     return text, fixed, findings, dropped
-
-
-def not_written(result: FileResult, reason: str, code: str = IO_ERROR) -> FileResult:
-    """``result`` as it stands when its rewrite is not written: nothing was fixed."""
-    result.findings = sorted([*result.fixed, *result.findings],
-                             key=lambda f: (f.cell or 0, f.line, f.column, f.code))
-    result.findings.append(Finding(code, 1, 1, "none", path=result.path,
-                                   note=f"not written: {reason}"))
-    result.fixed, result.new_bytes = [], None
-    return result
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """The collector off while one file is processed: an ast holds millions of objects and no
-    cycles, and collections over it took half the time of a large file."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def process_bytes(data: bytes, path: str, opts: Options) -> FileResult:
-    """Check (and with ``opts.fix`` rewrite) one Python source given as bytes."""
-    with _no_cyclic_gc():
-        return _process_bytes(data, path, opts)
-
-
-def _process_bytes(data: bytes, path: str, opts: Options) -> FileResult:
-    result = FileResult(path, old_bytes=data)
-    if not might_need_migration(data):
-        return result
-    try:
-        src = decode(data)
-    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        result.findings = [Finding(SYNTAX_ERROR, 1, 1, "none", note=f"cannot decode: {exc}",
-                                   path=path)]
-        return result
-    evidence = opts.ledger.evidence(path) if opts.ledger and path != "-" else None
-    if not opts.fix:
-        result.findings = check_text(src.text, path, opts, evidence)
-        return result
-    try:
-        new, result.fixed, result.findings, result.dropped = fix_text(src.text, path, opts,
-                                                                      evidence)
-    except UnsafeRewrite as exc:
-        result.findings = check_text(src.text, path, opts, evidence)
-        result.error = f"rewrite not written, it failed the safety check: {exc}"
-        return not_written(result, f"the rewrite failed its safety check ({exc})", SAFETY_CHECK)
-    if new != src.text:
-        result.new_bytes = encode(new, src)
-    return result
-
-
-def process_path(path: str, opts: Options) -> FileResult:
-    """Process one file on disk; writes it back atomically with ``opts.write``."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        if path.endswith(".ipynb"):
-            from .notebook import process_notebook
-
-            result = process_notebook(data, path, opts)
-        else:
-            result = process_bytes(data, path, opts)
-        if opts.write and result.new_bytes is not None and result.new_bytes != data:
-            problem = write_problem(path)
-            if problem is None:
-                try:
-                    atomic_write(path, result.new_bytes)
-                except OSError as exc:
-                    problem = f"cannot write: {exc.strerror or exc}"
-            if problem is not None:
-                not_written(result, problem)
-        return result
-    except Exception as exc:  # noqa: BLE001 - reported as an internal error, the run goes on
-        return FileResult(path, error=f"{type(exc).__name__}: {exc}")
-
-
-def process_many(paths: list[str], opts: Options) -> list[FileResult]:
-    """Worker entry for a chunk of files (one process handles many, to amortise startup)."""
-    return [process_path(p, opts) for p in paths]
-
-
-def realpath(path: str) -> str:
-    return os.path.realpath(path)
