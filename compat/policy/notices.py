@@ -114,14 +114,6 @@ def _registry(site: CallSite, category: type[Warning]) -> dict[Any, Any]:
         return held[1]
 
 
-def _source_globals(site: CallSite) -> dict[str, Any] | None:
-    """The site's module globals when only its loader has the source line (a zip import): a
-    file on disk is read by ``linecache``, and globals would cost a source read per warning."""
-    if site.globals and "__loader__" in site.globals and not os.path.isfile(site.filename):
-        return site.globals
-    return None
-
-
 def emit(warning: Warning, site: CallSite) -> None:
     """Warn as if from ``site``. The warning filters decide what happens (``-W error::...``,
     ``simplefilter("always")``, pytest's filters); the actions that show a warning once per
@@ -132,9 +124,11 @@ def emit(warning: Warning, site: CallSite) -> None:
         return  # shown here under these same filters: warn_explicit's own first check
     recorded = dict(registry)
     try:
+        # no module_globals: its loader lookup raises for ``python -c``'s __main__ (and 3.12+
+        # warns when a script's __main__ has no __spec__); linecache reads the line by filename
         warnings.warn_explicit(
             warning, category, site.filename, site.lineno, module=site.module or None,
-            registry=registry, module_globals=_source_globals(site),
+            registry=registry,
         )
     finally:
         # an emptied registry (filters touched, same content: see ``_registries``) gets back

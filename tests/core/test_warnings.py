@@ -107,3 +107,22 @@ def test_patched_legacy_apis_obey_strict_mode_and_reach_the_ledger(small_net, tm
         with pytest.raises(StrictModeError, match="ONX401"):
             torch.onnx.dynamo_export(small_net, torch.randn(2, 4))
     assert not (tmp_path / "v.onnx").exists()
+
+
+def test_standard_filters_decide_at_each_site(small_net, tmp_path):
+    """The warning filters decide, as for any warning: "error" raises before any work, "always"
+    shows every call of one site, "ignore" shows nothing."""
+    x = torch.randn(2, 4)
+    target = tmp_path / "m.onnx"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=compat.LegacyExportWarning)
+        with pytest.raises(compat.LegacyExportWarning, match="ONX104"):
+            compat.export(small_net, (x,), target, route="legacy", do_constant_folding=True)
+    assert not target.exists()
+    for action, shown in (("always", 2), ("ignore", 0)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            for _ in range(2):
+                compat.export(small_net, (x,), target, route="legacy", do_constant_folding=True)
+        codes = [w.message.code for w in caught if issubclass(w.category, compat.LegacyExportWarning)]
+        assert codes == ["ONX104"] * shown, action
