@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from compat.installed.runtime_extra import require_runtime
-from compat.policy import notices
+from compat.policy import config, notices
 from compat.request import Outcome, normalize
 from compat.routing import dispatch
 
@@ -19,6 +19,9 @@ _last_outcome: Outcome | None = None
 #: (call site, Outcome or None, error or None) of every export call in this process;
 #: ``compat run`` summarises it
 history: list[tuple[str, Outcome | None, BaseException | None]] = []
+#: what every export call of this process also runs (``compat run --compare``: the parity check)
+_observers: list[dispatch.Observer] = []
+_observers_lock = threading.Lock()
 
 
 def export(
@@ -51,7 +54,8 @@ def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **opti
     req = normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
     try:
         with _torch_prints_to_stderr(req.verbose):
-            outcome, result = dispatch.run(req, site)
+            outcome, result = dispatch.run(req, site, ledger=config.env_ledger(),
+                                           observers=tuple(_observers))
     except Exception as exc:
         history.append((req.call_site, None, exc))
         raise
@@ -93,6 +97,20 @@ def _torch_prints_to_stderr(verbose: Any) -> Iterator[None]:
                 sys.stdout, _saved_stdout = _saved_stdout, None
                 if set_log_stream is not None:
                     set_log_stream("stdout")  # torch's default
+
+
+def add_observer(observer: dispatch.Observer) -> None:
+    """Call ``observer`` after every successful export of this process (see ``dispatch.Observer``)."""
+    with _observers_lock:
+        if observer not in _observers:
+            _observers.append(observer)
+
+
+def remove_observer(observer: dispatch.Observer) -> None:
+    """Stop calling ``observer`` (no error when it is not registered)."""
+    with _observers_lock:
+        if observer in _observers:
+            _observers.remove(observer)
 
 
 def last_outcome() -> Outcome | None:

@@ -1,13 +1,19 @@
-"""Choose the routes for a request, run them in order, save the winner, record the call."""
+"""Choose the routes for a request, run them in order, save the winner, record the call.
+
+What runs around an export is the caller's to say: ``run`` takes the ledger to append to and the
+observers to call, and reads neither from the environment (``compat.api`` resolves them).
+"""
 
 from __future__ import annotations
 
 import re
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat import catalog
 from compat.errors import (
     CompatValueError,
     ExportFailed,
@@ -15,14 +21,22 @@ from compat.errors import (
     RouteFailed,
     RouteUnavailable,
 )
+from compat.installed import torch_caps
 from compat.policy import config, notices
-from compat.records import attempt_logs, ledger, saving
+from compat.records import attempt_logs, saving
+from compat.records import ledger as ledger_file
 from compat.request import ExportRequest, Outcome, Translation, shapes_to_axes
-from compat.routing import removed_options
+from compat.routing import model_state, removed_options, route_memory
+from compat.routing.route_packages import route_module
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # torch colours its export errors
 # The TorchScript exporter keeps global state (GLOBALS, symbolic registry): one export at a time.
 _LOCK = threading.RLock()
+
+#: Sees each successful export (its request and Outcome, after saving) and returns fields to add
+#: to the call's ledger record, or None; must not raise. ``compat run --compare`` registers the
+#: parity check as one (``compat.api.add_observer``); ``compare``'s own exports pass none.
+Observer = Callable[[ExportRequest, Outcome], "Mapping[str, Any] | None"]
 
 
 @dataclass
@@ -34,12 +48,6 @@ class RoutePlan:
     routes: list[str]
     reason: str | None = None  # why the plan deviates from "dynamo, then legacy"
     translations: list[Translation] = field(default_factory=list)
-
-
-def _route_module(name: str) -> Any:
-    from compat.routing.route_packages import route_module
-
-    return route_module(name)
 
 
 def _requested(req: ExportRequest) -> str | None:
@@ -60,7 +68,7 @@ def plan(req: ExportRequest, site: notices.CallSite | None = None) -> RoutePlan:
     requested, source = config.resolve_route(_requested(req), req.call_site, _modules(req, site))
     if requested == "legacy":
         return RoutePlan(requested, source, ["legacy"])
-    dynamo, legacy = _route_module("dynamo"), _route_module("legacy")
+    dynamo, legacy = route_module("dynamo"), route_module("legacy")
 
     only_legacy = dynamo.legacy_only_reasons(req)
     if requested == "dynamo":
@@ -80,7 +88,7 @@ def plan(req: ExportRequest, site: notices.CallSite | None = None) -> RoutePlan:
             [Translation(code, code_option(code), f"routed to the TorchScript exporter: {r}")
              for code, r in only_legacy],
         )
-    remembered = _remembered(req)
+    remembered = route_memory.lookup(req)
     if remembered is not None and legacy.available():
         return RoutePlan(requested, source, ["legacy"], f"remembered fallback: {remembered}")
     routes = ["dynamo", "legacy"] if legacy.available() else ["dynamo"]
@@ -88,33 +96,17 @@ def plan(req: ExportRequest, site: notices.CallSite | None = None) -> RoutePlan:
 
 
 def code_option(code: str) -> str:
-    from compat import catalog
-
     return catalog.get(code).name
 
 
-def _remembered(req: ExportRequest) -> str | None:
-    try:
-        from compat.routing import route_memory
-    except ImportError:
-        return None
-    return route_memory.lookup(req)
-
-
-def _remember(req: ExportRequest, reason: str) -> None:
-    try:
-        from compat.routing import route_memory
-    except ImportError:
-        return
-    route_memory.remember(req, reason)
-
-
-def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
-    """Warn (or refuse in strict mode), plan, export, save atomically, record; returns
-    the Outcome and what ``torch.onnx.export`` returns for the route taken."""
-    ledger_path = config.env_ledger()
-    if ledger_path:
-        ledger_path = ledger.check_path(ledger_path)  # a bad ledger path fails before any work
+def run(
+    req: ExportRequest, site: notices.CallSite, *, ledger: str | None,
+    observers: Sequence[Observer] = (),
+) -> tuple[Outcome, Any]:
+    """Warn (or refuse in strict mode), plan, export, save atomically, call the ``observers``,
+    append the call's record to ``ledger`` (a path; None: no record); returns the Outcome and
+    what ``torch.onnx.export`` returns for the route taken."""
+    ledger_path = ledger_file.check_path(ledger) if ledger else None  # fails before any work
     if config.resolve_strict(req.strict, req.call_site):
         notices.raise_strict(req.usages)
     codes = notices.warn_usages(req.usages, site)
@@ -136,15 +128,16 @@ def run(req: ExportRequest, site: notices.CallSite) -> tuple[Outcome, Any]:
     except BaseException as exc:
         logs = attempt_logs.write(failures, ledger_path)
         if ledger_path:
-            ledger.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start, logs))
+            ledger_file.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start, logs))
         raise
     logs = attempt_logs.write(failures, ledger_path)
-    parity = _maybe_compare(req, outcome)
+    observed = [fields for observer in observers if (fields := observer(req, outcome))]
     if ledger_path:
         record = _record(req, route_plan, outcome, codes, failures, None, start, logs)
-        if parity is not None:
-            record["parity"] = parity
-        ledger.append(ledger_path, record)
+        for fields in observed:
+            for name, value in fields.items():
+                record.setdefault(name, value)  # adds fields, never rewrites the call's own
+        ledger_file.append(ledger_path, record)
     return outcome, (outcome.program if outcome.route == "dynamo" else None)
 
 
@@ -188,32 +181,21 @@ def _first_line(exc: BaseException | None) -> str:
     return text.splitlines()[0][:200] if text else ""
 
 
-def _maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None:
-    """``python -m compat run --compare``: also export on both routes and judge parity."""
-    if not config.env_compare():
-        return None
-    from compat.tools.compare_hook import maybe_compare
-
-    return maybe_compare(req, outcome)
-
-
 def _save(outcome: Outcome, req: ExportRequest) -> str | None:
     return saving.save(outcome, req)
 
 
 def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
-    from compat.routing.model_state import inputs_preserved, preserved, route_guard
-
-    with _LOCK, preserved(req.model, will_train=req.training == "TRAINING"), \
-            inputs_preserved(req.args, req.kwargs):
+    with _LOCK, model_state.preserved(req.model, will_train=req.training == "TRAINING"), \
+            model_state.inputs_preserved(req.args, req.kwargs):
         for name in route_plan.routes:
-            module = _route_module(name)
+            module = route_module(name)
             outcome = None
             try:
                 route_req, converted = req, None
                 if name == "legacy":
                     route_req, converted = shapes_to_axes.for_torchscript(req)
-                with route_guard(req.model, name, req.verify):  # the forward may write to the model
+                with model_state.route_guard(req.model, name, req.verify):  # the forward may write to the model
                     outcome = module.export(route_req)
                 if converted is not None:
                     outcome.translations.append(converted)
@@ -232,7 +214,7 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
             if failures:
                 outcome.fallback_reason = attempt_logs.reasons(failures)
                 if name == "legacy" and "dynamo" in failures:
-                    _remember(req, failures["dynamo"].reason)
+                    route_memory.remember(req, failures["dynamo"].reason)
             elif route_plan.reason:
                 outcome.fallback_reason = route_plan.reason
             return outcome
@@ -244,8 +226,6 @@ def _record(
     failures: dict[str, RouteFailed], error: BaseException | None, start: float,
     logs: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    from compat.installed import torch_caps
-
     fallback = outcome.fallback_reason if outcome else (
         attempt_logs.reasons(failures) or None
     )

@@ -1,7 +1,10 @@
 """``python -m compat run --compare``: every export call also runs ``compat.compare``.
 
-``compat.routing.dispatch`` calls ``maybe_compare(req, outcome)`` after a successful export and records
-the result under ``parity`` in the ledger; the runner prints ``print_parity_table`` at exit.
+The runner registers ``observe`` (``install``) as an export observer (``compat.api.add_observer``)
+while compare mode is on (``TORCH_ONNX_COMPAT_COMPARE``, set by ``--compare``): after each successful
+export ``compat.routing.dispatch`` calls it and records its result under ``parity`` in the
+ledger. ``compare``'s own exports run with no observers, so they never recurse. The runner prints
+``print_parity_table`` at exit.
 """
 
 from __future__ import annotations
@@ -9,27 +12,43 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from compat import api
 from compat.policy.config import ENV_COMPARE, env_compare
-
-__all__ = ["ENV_COMPARE", "enabled", "maybe_compare", "print_parity_table", "results"]
 from compat.request import ExportRequest, Outcome
+
+__all__ = ["ENV_COMPARE", "enabled", "install", "maybe_compare", "observe", "print_parity_table",
+           "results", "uninstall"]
 
 #: (call site, model, parity summary) of every compared call in this process
 results: list[tuple[str, str, dict[str, Any]]] = []
 
 
 def enabled() -> bool:
+    """Compare mode is on (``TORCH_ONNX_COMPAT_COMPARE``)."""
     return env_compare()
+
+
+def install() -> None:
+    """Compare every export call of this process from now on (while compare mode is on)."""
+    api.add_observer(observe)
+
+
+def uninstall() -> None:
+    api.remove_observer(observe)
+
+
+def observe(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None:
+    """The export observer: the call's ``parity`` ledger field, or None when compare mode is off."""
+    summary = maybe_compare(req, outcome)
+    return None if summary is None else {"parity": summary}
 
 
 def maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None:
     """The parity summary of ``req`` when compare mode is on (never raises), else None."""
     if not enabled():
         return None
-    from compat.tools.parity import compare_request, in_compare
+    from compat.tools.parity import compare_request
 
-    if in_compare():
-        return None
     cls = type(req.model)
     model = f"{cls.__module__}.{cls.__qualname__}"
     try:

@@ -8,15 +8,13 @@ model that only works at its example shape is caught. Imports torch, onnx and on
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import os
 import re
 import statistics
 import tempfile
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,14 +33,6 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "bfloat16": (2e-2, 2e-2),
     "complex64": (1e-4, 1e-4),
 }
-
-_IN_COMPARE: contextvars.ContextVar[bool] = contextvars.ContextVar("compat_in_compare", default=False)
-_ENV_LOCK = threading.Lock()
-
-
-def in_compare() -> bool:
-    """True while ``compare`` runs its own exports (the ``--compare`` hook must not recurse)."""
-    return _IN_COMPARE.get()
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -310,23 +300,6 @@ def compare_request(
     )
 
 
-@contextlib.contextmanager
-def _own_exports() -> Iterator[None]:
-    """compare's exports leave no ledger record and trigger no nested compare."""
-    from compat.policy import config
-
-    token = _IN_COMPARE.set(True)
-    with _ENV_LOCK:
-        saved = os.environ.pop(config.ENV_LEDGER, None)
-    try:
-        yield
-    finally:
-        with _ENV_LOCK:
-            if saved is not None:
-                os.environ[config.ENV_LEDGER] = saved
-        _IN_COMPARE.reset(token)
-
-
 def _export_route(req: ExportRequest, route: str, folder: str) -> tuple[RouteResult, Any]:
     from compat.policy import notices
     from compat.routing import dispatch
@@ -337,10 +310,11 @@ def _export_route(req: ExportRequest, route: str, folder: str) -> tuple[RouteRes
     site = notices.CallSite(filename or req.call_site, int(line) if line.isdigit() else 0, "", {})
     one = req.replace(route=route, dynamo=None, f=path, strict=False)
     start = time.perf_counter()
-    with _own_exports(), warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            dispatch.run(one, site)
+            # compare's own exports: no ledger record, no observers (no nested compare)
+            dispatch.run(one, site, ledger=None, observers=())
         except Exception as exc:  # noqa: BLE001 - a failing route is a result, not an error
             result.error = _error_text(exc)
     result.export_s = time.perf_counter() - start

@@ -61,8 +61,10 @@ def main(argv: Sequence[str]) -> int:
 
 
 def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
-    """Run ``script`` as ``__main__`` with ``sys.argv``/``sys.path[0]`` as python sets them."""
-    from compat.tools import patching
+    """Run ``script`` as ``__main__`` with ``sys.argv``/``sys.path[0]`` as python sets them;
+    in compare mode (``--compare``, or inherited from a parent ``compat run``) every export is
+    also compared."""
+    from compat.tools import compare_hook, patching
 
     path = os.path.abspath(script)
     old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
@@ -76,6 +78,9 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
         # DeprecationWarnings show by default only from __main__; a legacy export inside an
         # imported wrapper module must warn too (an explicit -W option wins)
         warnings.filterwarnings("default", category=LegacyExportWarning)
+    compare = compare_hook.enabled()
+    if compare:
+        compare_hook.install()
     patching.install()
     try:
         _exec_as_main(path)
@@ -83,14 +88,14 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
         code = _exit_code(exc.code)
     finally:
         patching.uninstall()
+        if compare:
+            compare_hook.uninstall()
         sys.argv = old_argv
         if old_path0 is not None:
             sys.path[0] = old_path0
         if summary:
             print_summary()
-            from compat.tools.compare_hook import print_parity_table
-
-            print_parity_table()
+            compare_hook.print_parity_table()
     return code
 
 

@@ -1,7 +1,8 @@
-"""``compat run --compare``: the hook compat.routing.dispatch calls after each export, and the CLI."""
+"""``compat run --compare``: the observer the runner registers for every export, and the CLI."""
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import os
@@ -15,13 +16,11 @@ import pytest
 import torch
 from scale_models import mlp
 
-from compat.tools import compare_hook
-from compat.routing import dispatch
 from compat import request
 from compat.request import normalize
+from compat.tools import compare_hook
 
 ROOT = Path(__file__).resolve().parents[2]
-WIRED = "compare_hook" in Path(dispatch.__file__).read_text()
 
 
 def _request():
@@ -60,7 +59,30 @@ torch.onnx.export(model, torch.randn(2, 4), "model.onnx", input_names=["x"], out
 """
 
 
-@pytest.mark.skipif(not WIRED, reason="compat.routing.dispatch does not call compare_hook yet (lead wires it)")
+def test_observer_gives_the_parity_field_only_in_compare_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compare_hook, "results", [])
+    assert compare_hook.observe(_request(), request.Outcome("legacy")) is None
+    monkeypatch.setenv(compare_hook.ENV_COMPARE, "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fields = compare_hook.observe(_request(), request.Outcome("legacy"))
+    assert fields is not None and set(fields) == {"parity"}
+    assert fields["parity"]["verdict"] == "equivalent" and fields["parity"]["route_taken"] == "legacy"
+
+
+def test_routing_never_imports_the_tools() -> None:
+    """dispatch takes its observers as arguments: no edge from the routing package to compat.tools."""
+    for path in sorted((ROOT / "compat" / "routing").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{a.name}" for a in node.names] if node.module else []
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n.startswith("compat.tools") for n in names), f"{path.name}:{node.lineno}"
+
+
 def test_run_compare_records_verdict(tmp_path: Path) -> None:
     script = tmp_path / "export_script.py"
     script.write_text(textwrap.dedent(SCRIPT))
