@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))  # test-only modules (route_parity)
 
 _ENV = (
     "TORCH_ONNX_COMPAT_ROUTE",

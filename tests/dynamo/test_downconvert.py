@@ -16,7 +16,7 @@ from torch import nn
 import compat
 from compat.errors import OpsetNotReached
 from compat.request import ExportRequest
-from dynamo import parity
+import route_parity as parity  # tests/helpers
 
 #: every model at 11 (the most rewrites); 13/15/17 spread over the models to keep exports few
 PAIRS = [(name, 11) for name in ("cnn", "detection", "transformer", "opsmix")] + [

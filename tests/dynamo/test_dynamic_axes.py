@@ -17,7 +17,7 @@ from torch import nn
 import dynamo
 from compat.errors import CompatTypeError, CompatValueError, RouteFailed
 from compat.request import ExportRequest
-from dynamo import parity
+import route_parity as parity  # tests/helpers
 from dynamo.dynamic_shapes import DynamicAxesWarning
 
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from compat.request import ExportRequest
-from dynamo import parity
+import route_parity as parity  # tests/helpers
 
 
 class ConvBN(nn.Module):

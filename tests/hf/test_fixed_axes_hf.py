@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 import compat
-from dynamo import parity
+import route_parity as parity  # tests/helpers
 
 CASES = {
     "vit": ("pixel_values", ["batch", 3, 16, 16],

@@ -1,6 +1,8 @@
-"""Side-by-side helpers for the two routes (tests and ``make bench``): export, describe, run.
+"""Side-by-side test helpers for the two routes: export, describe, run (was ``dynamo/parity.py``).
 
-Imports onnx/onnxruntime on use; nothing on the export path imports this module.
+Test support, not part of the distribution: ``tests/conftest.py`` puts this folder on
+``sys.path`` (``import route_parity as parity``). The shim's own parity check is
+``compat.compare`` (``compat/tools/parity.py``). Imports onnx/onnxruntime on use.
 """
 
 from __future__ import annotations
