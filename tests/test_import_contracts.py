@@ -56,11 +56,7 @@ DYNAMIC_IMPORTS_OF_OTHERS = frozenset({
 
 #: (importer, imported) edges that break a contract and are being removed; who removes them.
 #: The integrator empties this once those changes land.
-ALLOWED_VIOLATIONS: dict[tuple[str, str], str] = {
-    # dispatch -> compare_hook -> parity -> dispatch: dispatch takes its observers as arguments
-    ("compat.routing.dispatch", "compat.tools.compare_hook"):
-        "the dispatch developer (issue 16, item 3)",
-}
+ALLOWED_VIOLATIONS: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

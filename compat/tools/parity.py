@@ -23,7 +23,6 @@ from compat.request.layout import InputLayout, default_probes, input_layout, res
 
 ROUTES = ("legacy", "dynamo")
 ROUTE_TITLES = {"legacy": "legacy (TorchScript)", "dynamo": "dynamo (torch.export)"}
-VERDICTS = ("equivalent", "differs", "one-route-only", "failed")
 
 #: (rtol, atol) per eager output dtype; |onnx - eager| <= atol + rtol * |eager|
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
