@@ -23,15 +23,16 @@ still fails the route.
 
 from __future__ import annotations
 
-import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from compat.errors import CompatTypeError, CompatValueError, RouteFailed
+from compat.request import ExportRequest
+from compat.request.binding import Param, call_of
 
 from . import torch_internals
 
@@ -41,15 +42,6 @@ CAPTURE_SIZE = 2
 
 class DynamicAxesWarning(UserWarning):
     """A ``dynamic_axes`` entry the legacy exporter only warned about."""
-
-
-@dataclass(frozen=True)
-class Param:
-    """One bound forward() parameter: ``kind`` is pos, varpos, kw or varkw."""
-
-    name: str
-    kind: str
-    value: Any
 
 
 @dataclass(frozen=True)
@@ -100,74 +92,30 @@ class ShapePlan:
         rename_graph(program.model, self)
 
 
-def split_trailing_kwargs(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Legacy convention: a trailing dict in ``args`` holds keyword inputs (an empty one means the
-    dict before it is positional)."""
-    if kwargs:
-        return tuple(args), dict(kwargs)
-    if args and isinstance(args[-1], dict):
-        return tuple(args[:-1]), dict(args[-1])  # empty: the dict before it stays positional
-    return tuple(args), {}
+def export_inputs(req: ExportRequest) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
+    """``(args, kwargs)`` for ``torch.onnx.export(dynamo=True)``: the call as given, except that
+    a dict as the last positional input (without keyword inputs) goes by its parameter's name,
+    since torch.onnx.export reads a trailing dict in ``args`` as keyword inputs."""
+    args, kwargs = tuple(req.args), req.kwargs
+    if kwargs or not args or not isinstance(args[-1], dict):
+        return args, kwargs
+    last = len(args) - 1
+    params = req.params or ()
+    if last < len(params) and params[last].kind == "pos":
+        return args[:-1], {params[last].name: args[-1]}
+    return (*args, {}), None  # into *args: only torch's empty-dict marker keeps it positional
 
 
-def signature_order(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Param]:
-    """Bind a call like the legacy exporter: positional parameters in signature order (skipped ones
-    filled with their defaults), then keyword-only ones."""
-    fn = getattr(model, "forward", model)
-    try:
-        sig = inspect.signature(fn)
-        bound = sig.bind(*args, **kwargs)
-    except (TypeError, ValueError) as exc:
-        raise CompatTypeError(f"args/kwargs do not match {type(model).__name__}.forward(): {exc}") from exc
-    params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    last = max((i for i, p in enumerate(positional) if p.name in bound.arguments), default=-1)
-    out: list[Param] = []
-    for p in positional[: last + 1]:
-        value = bound.arguments.get(p.name, p.default)
-        if value is inspect.Parameter.empty:
-            raise CompatTypeError(f"forward() parameter {p.name!r} has no value and no default")
-        out.append(Param(p.name, "pos", value))
-    kinds = {inspect.Parameter.VAR_POSITIONAL: "varpos", inspect.Parameter.KEYWORD_ONLY: "kw",
-             inspect.Parameter.VAR_KEYWORD: "varkw"}
-    for p in params:
-        if p.kind in kinds and p.name in bound.arguments:
-            out.append(Param(p.name, kinds[p.kind], bound.arguments[p.name]))
-    return out
-
-
-def call_of(params: list[Param]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """``(args, kwargs)`` for ``params``."""
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    for p in params:
-        if p.kind == "pos":
-            args.append(p.value)
-        elif p.kind == "varpos":
-            args.extend(p.value)
-        elif p.kind == "kw":
-            kwargs[p.name] = p.value
-        else:
-            kwargs.update(p.value)
-    if not kwargs and args and isinstance(args[-1], dict) and params[-1].kind == "pos":
-        # torch.onnx.export would read a trailing dict as keyword inputs: pass it by name
-        kwargs[params[-1].name] = args.pop()
-    return tuple(args), kwargs
-
-
-def translate(
-    model: Any,
-    args: tuple[Any, ...],
-    kwargs: Mapping[str, Any] | None,
-    dynamic_axes: Mapping[str, Any] | None,
-    input_names: Sequence[str] | None = None,
-    output_names: Sequence[str] | None = None,
-) -> ShapePlan:
-    """Validate ``dynamic_axes`` and build the torch.export call; raises ``CompatError`` early."""
-    params = signature_order(model, *split_trailing_kwargs(args, kwargs))
+def translate(req: ExportRequest) -> ShapePlan:
+    """Validate ``req.dynamic_axes`` against the bound call and build the torch.export call;
+    raises ``CompatError`` early."""
+    if req.params is None:
+        raise CompatTypeError(req.unbound or "the call does not bind to forward()")
+    params = list(req.params)
+    dynamic_axes = req.dynamic_axes
     leaves, leaf_owner = _tensor_leaves(params)
-    input_names = list(input_names or ())
-    output_names = list(output_names or ())
+    input_names = list(req.input_names or ())
+    output_names = list(req.output_names or ())
     leaf_names = [
         input_names[i] if i < len(input_names) else _default_name(params[leaf_owner[i]])
         for i in range(len(leaves))
@@ -348,8 +296,12 @@ def fixed_by_model(exported: Any, plan: ShapePlan) -> dict[tuple[int, int], int]
         if not isinstance(dim, torch.SymInt):
             fixed[(ax.leaf, ax.axis)] = int(dim)
             continue
+        expr = torch_internals.symint_expr(dim)
+        if expr.is_number:  # torch 2.9 keeps a specialized axis as a SymInt of a constant
+            fixed[(ax.leaf, ax.axis)] = int(expr)
+            continue
         # with deferred runtime asserts the symbol stays, its range pinned to one value
-        value_range = exported.range_constraints.get(dim.node.expr)
+        value_range = exported.range_constraints.get(expr)
         if value_range is not None and value_range.is_singleton():
             fixed[(ax.leaf, ax.axis)] = int(value_range.lower)
     return fixed

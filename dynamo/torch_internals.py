@@ -254,6 +254,14 @@ def destroy_library(lib: Any) -> None:
 # ---------------------------------------------------------------- torch.utils._pytree
 
 
+def symint_expr(dim: Any) -> Any:
+    """The sympy expression behind a ``torch.SymInt`` (``dim.node.expr``, a private SymNode)."""
+    expr = getattr(getattr(dim, "node", None), "expr", None)
+    if expr is None:
+        raise _moved("torch.SymInt.node.expr (the symbolic size's expression)")
+    return expr
+
+
 def tree_leaves(tree: Any) -> list[Any]:
     return list(_need("torch.utils._pytree", "tree_leaves")(tree))
 
