@@ -100,6 +100,7 @@ def _filters_for(category: type[Warning]) -> tuple[Any, ...]:
 
 
 def _other_category(entry: Any, category: type[Warning]) -> bool:
+    """True for a filter entry that can never apply to ``category`` (a malformed entry may)."""
     cat = entry[2] if isinstance(entry, tuple) and len(entry) == 5 else None
     return isinstance(cat, type) and not issubclass(category, cat)
 
