@@ -86,25 +86,22 @@ def load_config(start: str) -> dict:
     The folder of that pyproject.toml is ``"__folder__"`` (config ``exclude`` is relative to it).
     """
     from compat.errors import CompatValueError
+    from compat.files import find_pyproject
     from compat.policy.config import read_pyproject
 
-    folder = os.path.abspath(start)
-    while True:
-        cand = os.path.join(folder, "pyproject.toml")
-        if os.path.isfile(cand):
-            try:
-                data = read_pyproject(cand)  # tomli on Python 3.10; non-UTF-8 / bad TOML named
-            except CompatValueError as exc:
-                raise UsageError(str(exc)) from None
-            for part in CONFIG_TABLE:
-                data = data.get(part, {}) if isinstance(data, dict) else {}
-            if not isinstance(data, dict):
-                return {}
-            return {**{k.replace("-", "_"): v for k, v in data.items()}, "__folder__": folder}
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return {}
-        folder = parent
+    found = find_pyproject(start)
+    if found is None:
+        return {}
+    try:
+        data = read_pyproject(found)  # tomli on Python 3.10; non-UTF-8 / bad TOML named
+    except CompatValueError as exc:
+        raise UsageError(str(exc)) from None
+    for part in CONFIG_TABLE:
+        data = data.get(part, {}) if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {**{k.replace("-", "_"): v for k, v in data.items()},
+            "__folder__": os.path.dirname(found)}
 
 
 EXIT_CODES = """exit codes:

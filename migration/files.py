@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from compat.files import atomic_write
+
 from .core import Options
 from .model import FileResult
 from .notebook import process_notebook
 from .sources import process_bytes
-from .textio import atomic_write, write_problem
+from .textio import write_problem
 
 BY_SUFFIX: dict[str, Callable[[bytes, str, Options], FileResult]] = {
     ".ipynb": process_notebook,
@@ -32,7 +34,8 @@ def process_path(path: str, opts: Options) -> FileResult:
             problem = write_problem(path)
             if problem is None:
                 try:
-                    atomic_write(path, result.new_bytes)
+                    # the owner and group stay, or the file is not replaced
+                    atomic_write(path, result.new_bytes, require_owner=True)
                 except OSError as exc:
                     problem = f"cannot write: {exc.strerror or exc}"
             if problem is not None:

@@ -2,6 +2,8 @@
 
 Encoding (PEP 263 cookie, BOM) and line endings are kept: the text is decoded once, the rewriter
 works on ``str``, and :func:`encode` turns the result back into the original byte form.
+:func:`write_problem` says when a rewrite must not be written; the write itself is
+``compat.files.atomic_write`` (the project's one atomic write).
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 
@@ -56,33 +57,3 @@ def write_problem(path: str) -> str | None:
     if not st.st_mode & 0o222 or not os.access(real, os.W_OK):  # root may write anything
         return "read-only file"
     return None
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` via a temp file in the same folder, keeping the mode, the
-    owner and the group (``chown`` needs root unless they are already the writer's).
-
-    A symlink is resolved first so the link stays a link and its target gets the new content.
-    """
-    real = os.path.realpath(path)
-    folder = os.path.dirname(real) or "."
-    st = os.stat(real)
-    fd, tmp = tempfile.mkstemp(prefix=".migrate-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        new = os.stat(tmp)
-        if (new.st_uid, new.st_gid) != (st.st_uid, st.st_gid):
-            try:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            except PermissionError as exc:  # the file is not replaced
-                raise PermissionError(exc.errno, f"cannot keep the file's owner and group "
-                                                 f"({st.st_uid}:{st.st_gid})") from exc
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        os.replace(tmp, real)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -10,8 +10,8 @@ import pytest
 import migration.fixer as fixer_mod
 from migration import cli
 from migration.core import Options, check_text, fix_text
-from migration.sources import process_bytes
 from migration.model import Edit, Finding
+from migration.sources import process_bytes
 
 H = "import torch\nfrom torch.onnx import TrainingMode, select_model_mode_for_export\n"
 FIX = Options(fix=True)
