@@ -16,7 +16,7 @@ from typing import Any
 from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
-from . import capabilities, training
+from . import capabilities, dynamic_shapes, training
 
 ROUTE = "dynamo"
 #: options without an ONX1xx catalog entry (export_params, keep_initializers_as_inputs, verbose,
@@ -49,9 +49,10 @@ def plan(req: ExportRequest) -> Plan:
     refuse_legacy_only(req)
     refuse_for_exported_program(req)
     given = req.given
+    args, kwargs = dynamic_shapes.export_inputs(req)
     out = Plan(
-        args=req.args,
-        kwargs=req.kwargs,
+        args=args,
+        kwargs=kwargs,
         export_kwargs={
             # legacy verbose=None/False printed nothing; the new exporter's None means chatty
             "verbose": bool(req.verbose),
@@ -132,11 +133,7 @@ def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
     if req.dynamic_shapes is not None:
         out.record("ONX101", "dynamic_axes", "ignored: dynamic_shapes was given and takes precedence")
         return
-    from . import dynamic_shapes
-
-    sp = dynamic_shapes.translate(
-        req.model, req.args, req.kwargs, req.dynamic_axes, req.input_names, req.output_names
-    )
+    sp = dynamic_shapes.translate(req)
     out.args, out.kwargs = sp.args, sp.kwargs
     out.export_kwargs["dynamic_shapes"] = sp.dynamic_shapes
     names = sorted({a.name for a in sp.input_axes} | {n for axes in sp.output_axes.values() for n in axes.values()})

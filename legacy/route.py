@@ -42,7 +42,7 @@ def export(req: ExportRequest) -> Outcome:
     try:
         # No warnings.catch_warnings here: changing the filters resets every module's
         # once-per-location registry, and compat's own warnings must show once per call site.
-        with capture, keyword_inputs.by_name(req.model, tuple(req.args), req.kwargs) as args, \
+        with capture, keyword_inputs.by_name(req) as args, \
                 WarningTap(torch.jit.TracerWarning) as tracer:
             exporter(req.model, args, target, **_options(req, torch))
     except Exception as exc:

@@ -1,11 +1,23 @@
-"""The normalised form of one export call, and the result of one route."""
+"""The normalised form of one export call, and the result of one route.
+
+``normalize`` turns every historical call form into an ``ExportRequest`` and binds the call to
+the model's forward() once (``binding``); ``layout`` reads the bound call as the graph sees it
+(leaves, names, dynamic axes), and ``shapes_to_axes`` gives the TorchScript route
+``dynamic_axes`` for a ``dynamic_shapes`` call. Nothing here loads a route package.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from compat.request.binding import Param, split_legacy_args, try_bind
+
+if TYPE_CHECKING:
+    from compat.request.layout import InputLayout
 
 ROUTES = ("auto", "dynamo", "legacy")
 TRAINING_MODES = ("EVAL", "PRESERVE", "TRAINING")
@@ -37,8 +49,11 @@ class Translation:
 class ExportRequest:
     """Every historical call form of ``torch.onnx.export``, in its modern spelling.
 
-    Routes read this; they never re-parse user arguments. ``given`` names the options the
-    caller passed explicitly (so a route can tell a default from a choice).
+    Routes read this; they never re-parse user arguments. ``args``/``kwargs`` are the inputs as
+    the caller gave them (a legacy trailing dict already moved into ``kwargs``); ``params`` is the
+    call bound to forward() (``unbound`` says why not, when it does not bind); ``layout`` reads it
+    as graph inputs. ``given`` names the options the caller passed explicitly (so a route can tell
+    a default from a choice).
     """
 
     model: Any
@@ -78,9 +93,36 @@ class ExportRequest:
     call_site: str = "<unknown>:0"
     given: frozenset[str] = frozenset()
     usages: tuple[Usage, ...] = ()
+    # the call bound to forward(), derived from args/kwargs (normalize passes it in)
+    params: tuple[Param, ...] | None = field(default=None, repr=False, compare=False)
+    unbound: str | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.params is None and self.unbound is None:
+            # built directly (tests, tools) rather than by normalize(): bind here, once
+            args, kwargs = self.args, self.kwargs
+            if isinstance(args, (tuple, list)):
+                args, kwargs = split_legacy_args(tuple(args), kwargs)
+                params, unbound = try_bind(self.model, args, kwargs)
+            else:
+                params, unbound = None, f"args must be a tuple of inputs, got {type(args).__name__}"
+            object.__setattr__(self, "args", args)
+            object.__setattr__(self, "kwargs", kwargs)
+            object.__setattr__(self, "params", params)
+            object.__setattr__(self, "unbound", unbound)
 
     def replace(self, **changes: Any) -> ExportRequest:
+        if "args" in changes or "kwargs" in changes or "model" in changes:
+            changes.setdefault("params", None)  # other inputs: bound again
+            changes.setdefault("unbound", None)
         return dataclasses.replace(self, **changes)
+
+    @functools.cached_property
+    def layout(self) -> InputLayout:
+        """The call's inputs as graph inputs (imports torch on first use)."""
+        from compat.request.layout import input_layout
+
+        return input_layout(self)
 
     @property
     def model_name(self) -> str:

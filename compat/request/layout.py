@@ -1,8 +1,10 @@
 """The inputs of one export call as the graph sees them: leaves in forward() order, their names,
 their dynamic axes, and inputs regenerated at other sizes along those axes.
 
-Used by ``compat.tools.parity`` (probing other sizes) and ``compat.routing.route_memory`` (keys that wildcard
-dynamic axes). Imports torch on use.
+Read from the call ``normalize`` bound (``ExportRequest.params``), never bound again; used by
+``compat.request.shapes_to_axes`` (``dynamic_shapes`` as ``dynamic_axes`` for the TorchScript
+route), ``compat.tools.parity`` (probing other sizes) and ``compat.routing.route_memory`` (keys
+that wildcard dynamic axes). Imports torch on use.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat.request import ExportRequest
+from compat.request.binding import Param, call_of
 
 
 @dataclass
@@ -43,18 +46,11 @@ def _is_tensor(x: Any) -> bool:
 
 
 def input_layout(req: ExportRequest) -> InputLayout:
-    """Leaves of ``req``'s call in forward() signature order (the legacy graph-input order)."""
+    """Leaves of ``req``'s bound call in forward() signature order (the legacy graph-input
+    order); ``req.layout`` caches it."""
     from compat.installed import torch_internals
-    from compat.routing.route_packages import route_module
 
-    ds = route_module("dynamo.dynamic_shapes")
-
-    args, kwargs = ds.split_trailing_kwargs(tuple(req.args), req.kwargs)
-    try:
-        params = ds.signature_order(req.model, args, kwargs)
-    except Exception:  # noqa: BLE001 - unbindable call: keep the given order, no names
-        params = [ds.Param(f"arg{i}", "pos", a) for i, a in enumerate(args)]
-        params += [ds.Param(k, "kw", v) for k, v in kwargs.items()]
+    params = list(req.params) if req.params is not None else _unbound_params(req)
     flat: list[tuple[list[Any], Any]] = [torch_internals.tree_flatten(p.value) for p in params]
     leaves: list[Any] = [x for values, _ in flat for x in values]
     owners = [i for i, (values, _) in enumerate(flat) for _ in values]
@@ -89,10 +85,16 @@ def input_layout(req: ExportRequest) -> InputLayout:
         new_params = []
         for p, (values, spec) in zip(params, flat):
             value = torch_internals.tree_unflatten([next(it) for _ in values], spec)
-            new_params.append(ds.Param(p.name, p.kind, value))
-        return ds.call_of(new_params)
+            new_params.append(Param(p.name, p.kind, value))
+        return call_of(new_params)
 
     return InputLayout(leaves, names, axes, rebuild)
+
+
+def _unbound_params(req: ExportRequest) -> list[Param]:
+    """A call forward() cannot take, in the order given, without names."""
+    params = [Param(f"arg{i}", "pos", a) for i, a in enumerate(req.args)]
+    return params + [Param(k, "kw", v) for k, v in (req.kwargs or {}).items()]
 
 
 def _axes_from_dynamic_shapes(dynamic_shapes: Any, params: list[Any], flat: list[Any]) -> dict[int, dict[int, str]]:

@@ -19,6 +19,8 @@ from compat.errors import (
     CompatValueError,
 )
 from compat.request import OPERATOR_EXPORT_TYPES, ROUTES, TRAINING_MODES, ExportRequest, Usage
+from compat.request.binding import Param, split_legacy_args, try_bind
+from compat.request.torchscript_only import legacy_only_reasons
 
 # Positional layouts after (model, args, f); see shared/LEGACY_PATTERNS.md.
 LAYOUT_1_3 = (
@@ -173,8 +175,9 @@ def _build(
     fields["dynamic_axes"] = _dynamic_axes(opts.pop("dynamic_axes", None), args_t, fields["input_names"],
                                            fields["output_names"])
     fields["custom_opsets"] = _custom_opsets(opts.pop("custom_opsets", None))
+    params, unbound = try_bind(model, args_t, kwargs)
     if "dynamic_shapes" in opts:
-        _check_dynamic_shapes(opts["dynamic_shapes"], model, args_t, kwargs)
+        _check_dynamic_shapes(opts["dynamic_shapes"], model, params)
     if "custom_translation_table" in opts:
         _check_translation_table(opts["custom_translation_table"])
     if "export_modules_as_functions" in opts:
@@ -183,7 +186,7 @@ def _build(
     fields.update(opts)
     req = ExportRequest(
         model=model, args=args_t, kwargs=kwargs, f=f, route=route, call_site=call_site,
-        given=frozenset(given), usages=tuple(usages), **fields,
+        given=frozenset(given), usages=tuple(usages), params=params, unbound=unbound, **fields,
     )
     _check_exported_program(req)
     return req
@@ -233,8 +236,8 @@ def _op_type_name(value: Any) -> str:
 
 
 def _split_args(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
-    """``args`` as a tuple; a trailing dict in args means keyword inputs (legacy form), and an
-    empty trailing dict means the dict before it is positional (kept so in the result)."""
+    """``args`` as a tuple, with a legacy trailing dict (keyword inputs, or the empty marker
+    after a positional dict) moved out of it."""
     import torch
 
     if isinstance(args, torch.Tensor):
@@ -245,18 +248,7 @@ def _split_args(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]
         raise CompatTypeError(f"args must be a tuple of inputs or a Tensor, got {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise CompatTypeError(f"kwargs must be a dict, got {type(kwargs).__name__}")
-    if args and isinstance(args[-1], dict):
-        trailing = dict(args[-1])
-        args = args[:-1]
-        overlap = set(trailing) & set(kwargs or {})
-        if overlap:
-            raise CompatValueError(f"args' trailing dict and kwargs both give {sorted(overlap)}")
-        kwargs = {**trailing, **(kwargs or {})}
-    if not kwargs and args and isinstance(args[-1], dict):
-        # a dict that is a real positional input: both exporters would take a trailing dict for
-        # keyword inputs, so the legacy convention's empty dict goes after it
-        args = (*args, {})
-    return args, (dict(kwargs) if kwargs else None)
+    return split_legacy_args(args, kwargs)
 
 
 def _names(arg: str, value: Any) -> tuple[str, ...] | None:
@@ -410,10 +402,11 @@ def _check_modules_as_functions(value: Any) -> None:
 
 # --- dynamic_shapes -----------------------------------------------------------------------------
 
-def _check_dynamic_shapes(value: Any, model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> None:
-    """The spec's shape follows the call's inputs, axes are in range and every dim is a Dim, a
-    Dim hint, a str name, an int (static) or None; raised before any export, since a malformed
-    spec would otherwise make the auto route fall back to a silently static model."""
+def _check_dynamic_shapes(value: Any, model: Any, params: tuple[Param, ...] | None) -> None:
+    """The spec's shape follows the call's inputs (``params``, None when the call does not bind),
+    axes are in range and every dim is a Dim, a Dim hint, a str name, an int (static) or None;
+    raised before any export, since a malformed spec would otherwise make the auto route fall
+    back to a silently static model."""
     if value is None:
         return
     if not isinstance(value, (Mapping, list, tuple)):
@@ -425,7 +418,6 @@ def _check_dynamic_shapes(value: Any, model: Any, args: tuple[Any, ...], kwargs:
 
     if isinstance(model, torch.export.ExportedProgram):
         return  # refused whole by _check_exported_program
-    params = _bound_params(model, args, kwargs)
     if isinstance(value, Mapping):
         for k in value:
             if not isinstance(k, str):
@@ -453,18 +445,6 @@ def _check_dynamic_shapes(value: Any, model: Any, args: tuple[Any, ...], kwargs:
         pairs = [(v, spec, f"dynamic_shapes[{i}]") for i, (v, spec) in enumerate(zip(values, value))]
     for v, spec, where in pairs:
         _check_spec(v, spec, where)
-
-
-def _bound_params(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> list[Any] | None:
-    """forward()'s parameters bound to the call, or None when they cannot be known here."""
-    try:
-        from compat.routing.route_packages import route_module
-
-        ds = route_module("dynamo.dynamic_shapes")
-        args2, kw = ds.split_trailing_kwargs(tuple(args), kwargs)
-        return ds.signature_order(model, args2, kw)
-    except Exception:  # noqa: BLE001 - an unbindable call fails in the route with torch's words
-        return None
 
 
 def _check_spec(value: Any, spec: Any, where: str) -> None:
@@ -557,9 +537,7 @@ def _check_exported_program(req: ExportRequest) -> None:
             "dynamic_shapes cannot change an ExportedProgram's shapes: pass them to "
             "torch.export.export when capturing it, or pass the nn.Module"
         )
-    from compat.routing.route_packages import route_module
-
-    reasons = route_module("dynamo").legacy_only_reasons(req)
+    reasons = legacy_only_reasons(req)
     if reasons:
         raise CompatValueError(
             "an ExportedProgram is exported on the torch.export route, which cannot honour: "

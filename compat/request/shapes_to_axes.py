@@ -15,10 +15,8 @@ def for_torchscript(req: ExportRequest) -> tuple[ExportRequest, Translation | No
     """``req`` with ``dynamic_shapes`` turned into ``dynamic_axes`` (unchanged without it)."""
     if req.dynamic_shapes is None:
         return req, None
-    from compat.request.layout import input_layout
-
     try:
-        layout = input_layout(req)
+        layout = req.layout
     except Exception as exc:
         raise RouteFailed("legacy", "dynamic_shapes not convertible to dynamic_axes", exc) from exc
     tensor_ix = layout.tensor_indices()

@@ -304,7 +304,8 @@ def test_keyword_and_default_inputs_resolve_through_the_signature():
             return a
 
     a, c, d = torch.randn(1, 2), torch.randn(3, 2), torch.randn(4)
-    sp = translate(M(), (a,), {"d": d, "c": c}, {"a": {0: "n"}, "c": [0], "d": {0: "m"}})
+    sp = translate(ExportRequest(model=M(), args=(a,), kwargs={"d": d, "c": c},
+                                 dynamic_axes={"a": {0: "n"}, "c": [0], "d": {0: "m"}}))
     assert sp.args[:3] == (sp.args[0], None, sp.args[2]) and sp.args[2] is c
     assert list(sp.kwargs) == ["d"]
     assert sp.leaf_names == ["a", "c", "d"]

@@ -1,0 +1,139 @@
+"""The call is bound to forward() once, in normalize(), and routes and tools read that binding."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import compat
+from compat.request import ExportRequest, binding, normalize
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Scaled(torch.nn.Module):
+    def forward(self, x, extra=None, *, scale=None):
+        out = x if extra is None else x + extra["bias"]
+        return out if scale is None else out * scale
+
+
+X, S, B = torch.randn(2, 3), torch.full((2, 3), 2.0), torch.ones(2, 3)
+
+
+def _bound(req: ExportRequest) -> list[tuple[str, str, object]]:
+    return [(p.name, p.kind, p.value) for p in req.params]
+
+
+def test_the_request_carries_the_call_bound_to_forward():
+    req = normalize.normalize(Scaled(), (X,), None, kwargs={"scale": S})
+    assert [(n, k) for n, k, _ in _bound(req)] == [("x", "pos"), ("scale", "kw")]
+    assert req.params[0].value is X and req.params[1].value is S
+    assert req.unbound is None
+
+
+def test_a_trailing_kwargs_dict_and_real_keyword_inputs_bind_the_same():
+    legacy = normalize.normalize(Scaled(), (X, {"scale": S}), None)
+    modern = normalize.normalize(Scaled(), (X,), None, kwargs={"scale": S})
+    assert legacy.args == modern.args == (X,)
+    assert legacy.kwargs == modern.kwargs == {"scale": S}
+    assert _bound(legacy) == _bound(modern)
+
+
+def test_the_empty_dict_marker_leaves_no_trace_in_the_request():
+    """(x, {...}, {}): the dict is a positional input; the marker itself is not an input."""
+    extra = {"bias": B}
+    req = normalize.normalize(Scaled(), (X, extra, {}), None)
+    assert req.args == (X, extra) and req.kwargs is None
+    assert [(n, k) for n, k, _ in _bound(req)] == [("x", "pos"), ("extra", "pos")]
+    assert req.params[1].value is extra
+
+
+def test_only_the_torchscript_adapter_writes_the_legacy_form():
+    from legacy import keyword_inputs
+
+    extra = {"bias": B}
+    assert keyword_inputs.legacy_args((X, extra), None) == (X, extra, {})
+    assert keyword_inputs.legacy_args((X,), {"scale": S}) == (X, {"scale": S})
+    assert keyword_inputs.legacy_args((X,), None) == (X,)
+
+
+def test_a_request_built_directly_binds_like_normalize():
+    direct = ExportRequest(model=Scaled(), args=(X, {"scale": S}))
+    normalized = normalize.normalize(Scaled(), (X, {"scale": S}), None)
+    assert direct.args == normalized.args and direct.kwargs == normalized.kwargs
+    assert _bound(direct) == _bound(normalized)
+
+
+def test_replace_keeps_the_binding_unless_the_inputs_change():
+    req = normalize.normalize(Scaled(), (X,), None, kwargs={"scale": S})
+    assert req.replace(route="legacy").params is req.params
+    other = req.replace(args=(B,), kwargs=None)
+    assert [(n, v) for n, _, v in _bound(other)] == [("x", B)]
+
+
+def test_a_call_forward_cannot_take_is_recorded_not_raised():
+    req = normalize.normalize(Scaled(), (X,), None, kwargs={"nope": S})
+    assert req.params is None
+    assert "do not match Scaled.forward()" in req.unbound and "nope" in req.unbound
+
+
+@pytest.mark.parametrize("route,options", [
+    ("legacy", {"kwargs": {"scale": S}, "input_names": ["x", "scale"]}),
+    ("dynamo", {"kwargs": {"scale": S}, "input_names": ["x", "scale"],
+                "dynamic_axes": {"x": {0: "batch"}}}),
+])
+def test_one_export_binds_the_call_once(route, options, tmp_path, monkeypatch):
+    """normalize, route memory, the dispatcher and the route all read the one binding."""
+    calls = []
+    real_bind = binding.bind
+
+    def counting_bind(*args, **kwargs):
+        calls.append(args[0])
+        return real_bind(*args, **kwargs)
+
+    monkeypatch.setattr(binding, "bind", counting_bind)
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_CACHE_DIR", str(tmp_path / "cache"))
+    model = Scaled().eval()
+    target = tmp_path / "m.onnx"
+    compat.export(model, (X,), target, route=route, **options)
+    assert target.exists() and compat.last_outcome().route == route
+    assert len(calls) == 1 and calls[0] is model
+
+
+def test_the_request_modules_bind_without_loading_a_route_package():
+    code = (
+        "import sys, torch\n"
+        "from compat.request import normalize\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, x, *, s=None):\n"
+        "        return x\n"
+        "x = torch.randn(2, 3)\n"
+        "req = normalize.normalize(M(), (x, {'s': x}), None, dynamic_shapes={'x': {0: torch.export.Dim('n')}})\n"
+        "assert req.layout.axes == {0: {0: 'n'}}, req.layout.axes\n"
+        "from compat.request import shapes_to_axes\n"
+        "converted, _ = shapes_to_axes.for_torchscript(req)\n"
+        "assert converted.dynamic_axes == {'x': {0: 'n'}}, converted.dynamic_axes\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('legacy', 'dynamo')\n"
+        "          or m.startswith('_torch_onnx_compat_')]\n"
+        "assert loaded == [], loaded\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_the_request_modules_load_the_projects_modules_by_plain_imports():
+    offenders = []
+    for path in sorted((REPO / "compat" / "request").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in ("import_module", "route_module", "__import__"):
+                    offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []
