@@ -364,3 +364,139 @@ def to_text() -> str:
         out.append(f"    use:         {e.replacement}")
         out.append(f"    rewrite:     {e.rewrite} (fix: {e.fix})")
     return "\n".join(out) + "\n"
+
+
+#: code -> (legacy code, what ``EXAMPLE_FIX`` makes of it; None where the rule only reports); ``compat rule CODE`` shows them, a test runs the rewriter
+#: on each to keep them true
+EXAMPLES: dict[str, tuple[str, str | None]] = {
+    "ONX001": ('torch.onnx.export(model, (x,), "model.onnx")',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX101": (('torch.onnx.export(model, (x,), "model.onnx", input_names=["x"],\n'
+               '                  dynamic_axes={"x": {0: "batch"}})'),
+               ('torch.onnx.export(model, (x,), "model.onnx", input_names=["x"],\n'
+               '                  dynamic_shapes=({0: torch.export.Dim.AUTO},), dynamo=True, '
+               'external_data=False)')),
+    "ONX102": (('model.eval()\n'
+               'torch.onnx.export(model, (x,), "model.onnx", training=torch.onnx.TrainingMode.EVAL)'),
+               ('model.eval()\n'
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)')),
+    "ONX103": (('torch.onnx.export(model, (x,), "model.onnx",\n'
+               '                  operator_export_type=torch.onnx.OperatorExportTypes.ONNX)'),
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX104": ('torch.onnx.export(model, (x,), "model.onnx", do_constant_folding=True)',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX105": ('torch.onnx.export(model, (x,), "model.onnx", custom_opsets={"mydomain": 1})',
+               ('# compat.migrate: dynamo=False because custom_opsets={"mydomain": 1} needs the '
+               'TorchScript exporter\n'
+               'torch.onnx.export(model, (x,), "model.onnx", custom_opsets={"mydomain": 1}, '
+               'dynamo=False)')),
+    "ONX106": ('torch.onnx.export(model, (x,), "model.onnx", export_modules_as_functions=True)',
+               ('# compat.migrate: dynamo=False because export_modules_as_functions=True needs the '
+               'TorchScript exporter\n'
+               'torch.onnx.export(model, (x,), "model.onnx", export_modules_as_functions=True, '
+               'dynamo=False)')),
+    "ONX107": ('torch.onnx.export(model, (x,), "model.onnx", autograd_inlining=True)',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX201": ('torch.onnx.export(model, (x,), "model.onnx", example_outputs=y)',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX202": ('torch.onnx.export(model, (x,), "model.onnx", use_external_data_format=True)',
+               'torch.onnx.export(model, (x,), "model.onnx", external_data=True, dynamo=True)'),
+    "ONX203": ('torch.onnx.export(model, (x,), "model.onnx", enable_onnx_checker=True)',
+               ('import onnx\n\n'
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)\n'
+               'onnx.checker.check_model("model.onnx")')),
+    "ONX204": ('torch.onnx.export(model, (x,), "model.onnx", strip_doc_string=True)',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX205": ('torch.onnx.export(model, (x,), "model.onnx", _retain_param_name=True)',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX206": ('torch.onnx.export(model, (x,), "model.onnx", True, False)',
+               ('torch.onnx.export(model, (x,), "model.onnx", export_params=True, verbose=False, '
+               'dynamo=True, external_data=False)')),
+    "ONX207": ('torch.onnx.export(model, (x,), "model.onnx", fallback=True)',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX208": ('torch.onnx.export(model, (x,), "model.onnx", aten=True)',
+               ('# compat.migrate: dynamo=False because aten=True (ONNX_ATEN) needs the TorchScript '
+               'exporter\n'
+               'torch.onnx.export(model, (x,), "model.onnx", '
+               'operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN, dynamo=False)')),
+    "ONX301": ('torch.onnx.register_custom_op_symbolic("mylib::op", op_symbolic, 17)',
+               ('import torch_onnx_compat as compat\n\n'
+               'compat.register_custom_op_symbolic("mylib::op", op_symbolic, 17)')),
+    "ONX302": (('class MyOp(torch.autograd.Function):\n'
+               '    @staticmethod\n'
+               '    def forward(ctx, x):\n'
+               '        return x.clamp(min=0)\n\n'
+               '    @staticmethod\n'
+               '    def symbolic(g, x):\n'
+               '        return g.op("Relu", x)'), None),
+    "ONX303": ("from torch.onnx import symbolic_helper", None),
+    "ONX401": ("program = torch.onnx.dynamo_export(model, x)",
+               "program = torch.onnx.export(model, (x,), dynamo=True)"),
+    "ONX402": ("options = torch.onnx.ExportOptions(dynamic_shapes=True)", None),
+    "ONX403": ('torch.onnx.utils.export(model, (x,), "model.onnx")',
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX404": (('with torch.onnx.select_model_mode_for_export(model, torch.onnx.TrainingMode.EVAL):\n'
+               '    torch.onnx.export(model, (x,), "model.onnx")'),
+               ('model.eval()\n'
+               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)')),
+    "ONX501": (('if torch.__version__ < "1.11":\n'
+               '    torch.onnx.export(model, (x,), "model.onnx", example_outputs=y)\n'
+               'else:\n'
+               '    torch.onnx.export(model, (x,), "model.onnx")'), None),
+    "ONX002": ('torch.onnx.export(model, (x,), "model.onnx", opset_version=9)',
+               ('# compat.migrate: dynamo=False because opset_version=9 is below 18, the lowest '
+               'opset the torch.export exporter builds\n'
+               'torch.onnx.export(model, (x,), "model.onnx", opset_version=9, dynamo=False)')),
+}
+
+#: the command the examples' fixed forms come from
+EXAMPLE_FIX = "{migrate} --fix --unsafe-fixes --select ALL"
+
+_FIX_SAFETY = {
+    "safe": "safe: `--fix` applies it; the rewritten call exports the same model.",
+    "unsafe": "unsafe: applied only with `--unsafe-fixes`, since the rewrite may change what the "
+              "call does (review it).",
+    "none": "no automatic fix: the rewriter reports it; change the code by hand.",
+}
+
+
+def to_dict(entry: Entry) -> dict[str, object]:
+    """One entry as plain data (``catalog --format json``, ``rule CODE --format json``)."""
+    before, after = EXAMPLES.get(entry.code, ("", None))
+    return {
+        "code": entry.code, "name": entry.name, "summary": entry.summary, "changed": entry.changed,
+        "runtime": entry.runtime, "replacement": entry.replacement, "rewrite": entry.rewrite,
+        "fix": entry.fix, "deprecated_in": entry.deprecated_in, "removed_in": entry.removed_in,
+        "example": before, "example_fixed": after,
+    }
+
+
+def to_json() -> list[dict[str, object]]:
+    """Every entry as plain data, in catalog order."""
+    return [to_dict(e) for e in ENTRIES]
+
+
+def rule_page(code: str) -> str:
+    """A ruff-style rule page for ``code`` (``KeyError`` if unknown): what it finds, why, what
+    the shim does at run time, fix safety, an example and what the rewriter makes of it."""
+    e = get(code)
+    ver = "; ".join(p for p in (f"deprecated in torch {e.deprecated_in}" if e.deprecated_in else "",
+                                f"removed in torch {e.removed_in}" if e.removed_in else "") if p)
+    before, after = EXAMPLES.get(code, ("", None))
+    lines = [f"# {e.code}: {e.summary}", ""]
+    if ver:
+        lines += [f"Torch: {ver}.", ""]
+    finds = e.summary if e.name.split(".")[-1] in e.summary else f"{e.summary} (`{e.name}`)"
+    lines += ["## What it finds", "", f"{finds}.", "",
+              "## Why", "", f"{e.changed[0].upper()}{e.changed[1:]}.", "",
+              "## At run time", "", f"`compat.export` (and `compat run`): {e.runtime}.", "",
+              "## Fix", "", f"{e.rewrite[0].upper()}{e.rewrite[1:]}. Use instead: {e.replacement}.", "",
+              f"Fix safety: {_FIX_SAFETY[e.fix]}", ""]
+    if before:
+        lines += ["## Example", "", "```python", before, "```", ""]
+        if after is not None:
+            lines += [f"After `{EXAMPLE_FIX.format(migrate=MIGRATE)}`:", "", "```python", after,
+                      "```", ""]
+    unsafe = " --unsafe-fixes" if e.fix == "unsafe" else ""
+    lines += [f"Migrate with: {MIGRATE} --fix{unsafe} --select {e.fix_select()} PATH", ""]
+    return "\n".join(lines)

@@ -1,11 +1,47 @@
-"""How this project's commands are invoked: ``python -m compat ...`` in a checkout,
-``python -m torch_onnx_compat ...`` when installed from the wheel (hatch_build.py). Hints and
-usage lines take them from here, so they work as printed in both."""
+"""How this project's commands are invoked, as the user typed them: the console scripts
+(``torch-onnx-compat ...``, ``torch-onnx-migrate``) when the process was started through one,
+else ``python -m compat ...`` in a checkout or ``python -m torch_onnx_compat ...`` when installed
+from the wheel (hatch_build.py). Hints and usage lines take them from here, so they work as
+printed."""
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
+
 PACKAGE = __package__ or "compat"
-RUN = f"python -m {PACKAGE} run"
-REPORT = f"python -m {PACKAGE} report"
-CATALOG = f"python -m {PACKAGE} catalog"
-MIGRATE = f"python -m {PACKAGE}.migrate"
+#: the console scripts pyproject.toml declares
+SCRIPT = "torch-onnx-compat"
+MIGRATE_SCRIPT = "torch-onnx-migrate"
+
+
+def _started_as() -> str:
+    """The name of the program this process was started as (``torch-onnx-compat``, ...)."""
+    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+
+
+def _prefix() -> str:
+    return SCRIPT if _started_as() in (SCRIPT, MIGRATE_SCRIPT) else f"python -m {PACKAGE}"
+
+
+#: what the user types before a subcommand: ``torch-onnx-compat`` or ``python -m compat``
+PREFIX = _prefix()
+RUN = f"{PREFIX} run"
+REPORT = f"{PREFIX} report"
+CATALOG = f"{PREFIX} catalog"
+RULE = f"{PREFIX} rule"
+CHECK = f"{PREFIX} check"
+MIGRATE = MIGRATE_SCRIPT if PREFIX == SCRIPT else f"python -m {PACKAGE}.migrate"
+
+
+def version() -> str:
+    """``torch-onnx-compat 0.1.0`` (the distribution's name and version)."""
+    from compat import __version__
+
+    return f"torch-onnx-compat {__version__}"
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` a ``--version`` option that prints ``version()``."""
+    parser.add_argument("--version", action="version", version=version())

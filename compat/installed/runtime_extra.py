@@ -8,10 +8,11 @@ from compat.errors import RuntimeExtraMissing
 
 #: what an export needs; onnxruntime is only needed by parity checks, which import it themselves
 RUNTIME_MODULES = ("torch", "onnx", "onnxscript")
+#: torch-onnx-compat is not on a package index: the extra is installed from a clone
 EXTRA_HINT = (
-    "install the runtime extra: pip install 'torch-onnx-compat[runtime]' "
-    "(from a clone: pip install -e '.[runtime]'; install torch's CPU build first, as torch's own "
-    "instructions say, to avoid the CUDA download)"
+    "install the runtime extra from your clone of torch-onnx-compat: pip install '.[runtime]' "
+    "in the clone (pip install -e '.[runtime]' to work on it); install torch's CPU build first, "
+    "as torch's own instructions say, to avoid the CUDA download"
 )
 
 _checked = False

@@ -51,7 +51,8 @@ for get in (lambda: compat.export, lambda: compat.patch,
     assert len(lines) == 3
     assert lines[0].startswith("compat.export needs torch, onnx, onnxscript, not installed")
     assert lines[1].startswith("compat.patch needs")
-    assert all("pip install 'torch-onnx-compat[runtime]'" in line for line in lines)
+    assert all("from your clone of torch-onnx-compat: pip install '.[runtime]'" in line for line in lines)
+    assert not any("torch-onnx-compat[runtime]" in line for line in lines)  # not on any index
     assert not (tmp_path / "m.onnx").exists()
 
 
