@@ -22,7 +22,8 @@ Hooks and their signatures (``ctx``: the module's ``Context``, ``scope``: the sc
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any, TypeVar
 
 from .analysis import EXPORT, Context, build_export_call
@@ -48,10 +49,16 @@ def register(hook: str, *, order: int = 0) -> Callable[[F], F]:
     return deco
 
 
-def collect() -> Rules:
-    """The hooks registered so far, in their running order."""
-    return Rules({h: [f for _, _, f in sorted(entries, key=lambda e: e[:2])]
-                  for h, entries in _TABLE.items()})
+def collect(families: Iterable[ModuleType]) -> Rules:
+    """The hooks the rule modules ``families`` registered, in their running order; a module of
+    ``families`` that registered none is an error (its rules would never run)."""
+    names = {m.__name__ for m in families}
+    hooks = {h: [f for _, _, f in sorted(entries, key=lambda e: e[:2]) if f.__module__ in names]
+             for h, entries in _TABLE.items()}
+    idle = names - {f.__module__ for fs in hooks.values() for f in fs}
+    if idle:
+        raise RuntimeError(f"rule modules without a registered hook: {sorted(idle)}")
+    return Rules(hooks)
 
 
 class Rules:
