@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import time
+import warnings
 from typing import Any
 
 from compat.errors import RouteFailed, RouteUnavailable
@@ -16,6 +18,23 @@ from compat.routing.capture import Capture
 from . import keyword_inputs
 
 ROUTE = "legacy"
+
+#: the categories torch has emitted the tracer's "this value is baked into the trace" warnings
+#: as: ``torch.jit.TracerWarning`` so far, a deprecation category for parts of the tracer on
+#: their way out (torch 2.14 moved ``torch.jit.trace``'s own notice to FutureWarning)
+DEPRECATION_CATEGORIES: tuple[type[Warning], ...] = (DeprecationWarning, FutureWarning)
+
+#: what only the tracer's warnings about a trace say (not its deprecation notices)
+_TRACER_TEXT = re.compile(r"trace (might|may|will) |the trace to be incorrect|not generalize|"
+                          r"record the data flow|treated as a constant", re.IGNORECASE)
+
+
+def is_tracer_warning(msg: warnings.WarningMessage) -> bool:
+    """A TracerWarning, or a deprecation-category warning saying what a TracerWarning says."""
+    import torch
+
+    return issubclass(msg.category, torch.jit.TracerWarning) or bool(
+        _TRACER_TEXT.search(str(msg.message)))
 
 
 def export(req: ExportRequest) -> Outcome:
@@ -42,8 +61,9 @@ def export(req: ExportRequest) -> Outcome:
     try:
         # No warnings.catch_warnings here: changing the filters resets every module's
         # once-per-location registry, and compat's own warnings must show once per call site.
+        categories = (torch.jit.TracerWarning, *DEPRECATION_CATEGORIES)
         with capture, keyword_inputs.by_name(req) as args, \
-                WarningTap(torch.jit.TracerWarning) as tracer:
+                WarningTap(categories, accept=is_tracer_warning) as tracer:
             exporter(req.model, args, target, **_options(req, torch))
     except Exception as exc:
         if staging is not None:
@@ -53,8 +73,8 @@ def export(req: ExportRequest) -> Outcome:
         raise failed from exc
     capture.replay()
     # the trace baked a branch or value in at these lines
-    outcome.tracer_warnings = [{"file": w.filename, "line": w.lineno, "message": str(w.message)}
-                               for w in tracer.seen]
+    outcome.tracer_warnings = [{"file": w.filename, "line": w.lineno, "message": str(w.message),
+                                "category": w.category.__name__} for w in tracer.seen]
     if staging is not None:
         outcome.staged = staging
     else:

@@ -11,15 +11,18 @@ shown at once or, with ``hold``, after the tap closes. Others pass through.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, final
 
 
 @final
 class WarningTap:
-    def __init__(self, category: type[Warning], hold: bool = False) -> None:
+    def __init__(self, category: type[Warning] | tuple[type[Warning], ...], hold: bool = False,
+                 accept: Callable[[warnings.WarningMessage], bool] | None = None) -> None:
         self.category = category
         self.hold = hold
+        self.accept = accept
         self.seen: list[warnings.WarningMessage] = []
         self._held: list[warnings.WarningMessage] = []
         self._showwarning: Any = None
@@ -40,7 +43,7 @@ class WarningTap:
     def _show(self, message: Any, category: type[Warning], filename: str, lineno: int,
               file: Any = None, line: str | None = None) -> None:
         msg = warnings.WarningMessage(message, category, filename, lineno, file, line)
-        if issubclass(category, self.category):
+        if issubclass(category, self.category) and (self.accept is None or self.accept(msg)):
             self.seen.append(msg)
             if self.hold:
                 self._held.append(msg)
