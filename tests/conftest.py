@@ -17,6 +17,18 @@ _ENV = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, import torch in the controller up front: it unserializes each warning a worker
+    reports by importing the warning's module (``dynamo.dynamic_shapes`` imports torch), one thread
+    per worker, and two threads importing torch at once leave it half-initialized (seen on torch
+    2.15: the run stops with INTERNALERROR)."""
+    import importlib.util
+
+    controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
+    if controller and importlib.util.find_spec("torch") is not None:
+        import torch  # noqa: F401
+
+
 @pytest.fixture(autouse=True)
 def _clean_compat_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No route/strict/ledger settings leak in, and route memory lives in a per-test folder."""
