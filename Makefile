@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench lint clean matrix dist
+.PHONY: install demo test bench lint clean matrix matrix-venv dist
 
 $(STAMP): pyproject.toml requirements-pinned.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -26,20 +26,36 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(VPY) -m ruff check compat legacy dynamo migration benchmarks
 
-# Version matrix: `make matrix TORCH=2.14.1` runs the suite in .venv-torch2.14.1 with torch==TORCH
+# Version matrix: `make matrix TORCH=2.15.0` runs the suite in .venv-torch2.15.0 with torch==TORCH
 # and every other pin from requirements-pinned.txt. MATRIX_ARGS picks the tests, e.g.
-# MATRIX_ARGS="-p no:xdist -q tests/symbolics tests/dynamo".
+# MATRIX_ARGS="-p no:xdist -q tests/symbolics tests/dynamo". `make matrix-venv TORCH=...` only builds
+# the venv. torch is installed alone first, with its own dependencies (the registry's Linux wheels
+# are CUDA builds: the nvidia-* wheels come with them, and the build runs on CPU). A pip
+# configuration that caps torch below TORCH (a constraint file) is bypassed for that one install
+# only, and only when the capped install cannot give TORCH; the other pins are then installed with
+# torch==TORCH as a constraint, so nothing can silently swap the torch under test.
 TORCH ?= 2.13.0
 MATRIX_VENV = $(VENV)-torch$(TORCH)
+MATRIX_PY = $(MATRIX_VENV)/bin/python
 MATRIX_ARGS ?= -n 2 -q tests
 
-matrix:
-	test -x $(MATRIX_VENV)/bin/python || $(PY) -m venv $(MATRIX_VENV)
-	sed 's/^torch==.*/torch==$(TORCH)/' requirements-pinned.txt > $(MATRIX_VENV)/requirements.txt
-	$(MATRIX_VENV)/bin/python -m pip install -q --upgrade pip
-	$(MATRIX_VENV)/bin/python -m pip install -q -r $(MATRIX_VENV)/requirements.txt
-	$(MATRIX_VENV)/bin/python -m pip install -q --no-deps -e .
-	$(MATRIX_VENV)/bin/python -m pytest $(MATRIX_ARGS)
+$(MATRIX_VENV)/.installed: pyproject.toml requirements-pinned.txt
+	test -x $(MATRIX_PY) || $(PY) -m venv $(MATRIX_VENV)
+	$(MATRIX_PY) -m pip install -q --upgrade pip
+	echo 'torch==$(TORCH)' > $(MATRIX_VENV)/torch-constraint.txt
+	grep -v '^torch==' requirements-pinned.txt > $(MATRIX_VENV)/requirements.txt
+	$(MATRIX_PY) -m pip install -q 'torch==$(TORCH)' \
+	  || PIP_CONFIG_FILE=/dev/null PIP_CONSTRAINT= $(MATRIX_PY) -m pip install -q 'torch==$(TORCH)'
+	$(MATRIX_PY) -m pip install -q -r $(MATRIX_VENV)/requirements.txt -c $(MATRIX_VENV)/torch-constraint.txt
+	$(MATRIX_PY) -m pip install -q --no-deps -e .
+	$(MATRIX_PY) -c "import torch, sys; v = torch.__version__.split('+')[0]; \
+	  sys.exit(0 if v == '$(TORCH)' else f'torch {torch.__version__} installed, $(TORCH) asked')"
+	touch $@
+
+matrix-venv: $(MATRIX_VENV)/.installed
+
+matrix: $(MATRIX_VENV)/.installed
+	$(MATRIX_PY) -m pytest $(MATRIX_ARGS)
 
 # The wheel (one top-level package, torch_onnx_compat: see hatch_build.py) and the sdist.
 dist: $(STAMP)

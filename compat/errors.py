@@ -94,6 +94,10 @@ class ExportFailed(CompatError, RuntimeError):
         self.failures = failures
 
 
+class UntestedTorchWarning(UserWarning):
+    """The installed torch is outside the range the suite passed on (shown once per process)."""
+
+
 class LegacyExportWarning(DeprecationWarning):
     """A legacy torch.onnx usage; ``code`` is its ONX catalog code."""
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
-from compat.errors import RuntimeExtraMissing
+from compat.errors import RuntimeExtraMissing, UntestedTorchWarning
 
 #: what an export needs; onnxruntime is only needed by parity checks, which import it themselves
 RUNTIME_MODULES = ("torch", "onnx", "onnxscript")
@@ -35,3 +36,14 @@ def require_runtime(feature: str) -> None:
     if missing:
         raise RuntimeExtraMissing(f"{feature} needs {', '.join(missing)}, not installed: {EXTRA_HINT}")
     _checked = True
+    warn_if_untested_torch()
+
+
+def warn_if_untested_torch() -> bool:
+    """Warn (once per process) when the installed torch is outside the tested range."""
+    from compat.installed import torch_caps
+
+    reason = torch_caps.untested_torch()
+    if reason is not None:
+        warnings.warn(reason, UntestedTorchWarning, stacklevel=3)
+    return reason is not None

@@ -53,6 +53,35 @@ def has_torchscript_exporter() -> bool:
 MIN_TORCH = "2.9"
 
 
+#: the torch releases the whole suite passed on (README: Version matrix); the runtime extra declares
+#: torch>=TESTED_TORCH[0],<(next minor after TESTED_TORCH[1]). Raised on each torch release after
+#: ``make matrix TORCH=<it>`` passes. MIN_TORCH stays the capability floor: below TESTED_TORCH[0]
+#: the routes still run (installed with --no-deps), with the differences UNTESTED_BELOW names
+TESTED_TORCH = ("2.13", "2.15")
+
+#: what is known to differ on the releases below the tested range (measured on 2.9.0 and 2.9.1)
+UNTESTED_BELOW = (
+    "torch 2.9 fails to decompose a parameter times a Python scalar (ConversionError 'Expected "
+    "same OpOverload packet, got prim.device != aten.mul'), so such models fall back to the "
+    "TorchScript route or fail on the torch.export route; 2.10 to 2.12 were not run"
+)
+
+
+def untested_torch() -> str | None:
+    """Why the installed torch is outside the tested range (None inside it)."""
+    low, high = (Version(v) for v in TESTED_TORCH)
+    v = torch_version()
+    if v < low:
+        return (f"torch {torch_version_str()} is below the tested range ({TESTED_TORCH[0]} to "
+                f"{TESTED_TORCH[1]}): {UNTESTED_BELOW}")
+    if (v.major, v.minor) > (high.major, high.minor):
+        return (f"torch {torch_version_str()} is newer than the tested range ({TESTED_TORCH[0]} to "
+                f"{TESTED_TORCH[1]}): the private torch pieces the shim uses are checked only as "
+                "they are used (TorchInternalsMoved if one is gone), and the down-conversion, "
+                "dispatch-order and tracer-warning behaviour it relies on is unverified")
+    return None
+
+
 @functools.cache
 def has_dynamo_exporter() -> bool:
     """True when torch has a usable torch.export-based exporter (torch >= MIN_TORCH with onnxscript)."""
