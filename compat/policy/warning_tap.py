@@ -3,8 +3,9 @@
 ``warnings.catch_warnings`` would empty every module's once-per-location registry (the user's
 and torch's own once-per-location warnings would show again after each export; compat's keep
 theirs, see ``notices.emit``) and record every category, so the tap swaps
-``warnings.showwarning`` instead: a warning of ``category`` is recorded in ``seen``, and either
-shown at once or, with ``hold``, after the tap closes. Others pass through.
+``warnings.showwarning`` instead: a warning of ``category`` (a class or a tuple) that ``accept``
+takes (default: all) is recorded in ``seen``, and either shown at once or, with ``hold``, after
+the tap closes. Others pass through.
 ``catch_warnings(record=True)`` keeps recording.
 """
 
