@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -20,6 +21,11 @@ class Scaled(torch.nn.Module):
     def forward(self, x, extra=None, *, scale=None):
         out = x if extra is None else x + extra["bias"]
         return out if scale is None else out * scale
+
+
+class TakesDict(torch.nn.Module):
+    def forward(self, x, extra):
+        return x + extra["bias"]
 
 
 X, S, B = torch.randn(2, 3), torch.full((2, 3), 2.0), torch.ones(2, 3)
@@ -60,6 +66,20 @@ def test_only_the_torchscript_adapter_writes_the_legacy_form():
     assert keyword_inputs.legacy_args((X, extra), None) == (X, extra, {})
     assert keyword_inputs.legacy_args((X,), {"scale": S}) == (X, {"scale": S})
     assert keyword_inputs.legacy_args((X,), None) == (X,)
+
+
+@pytest.mark.parametrize("route", ["legacy", "dynamo"])
+def test_a_dict_as_the_last_positional_input_reaches_forward_positionally(route, parity, tmp_path):
+    """(x, {...}, {}) on each route: the dict is forward()'s ``extra``, not keyword inputs."""
+    torch.manual_seed(0)
+    x, bias = torch.randn(2, 3), torch.randn(2, 3)
+    target = tmp_path / "m.onnx"
+    compat.export(TakesDict().eval(), (x, {"bias": bias}, {}), target, route=route,
+                  input_names=["x", "bias"])
+    assert compat.last_outcome().route == route
+    assert parity.input_names(str(target)) == ["x", "bias"]
+    got = parity.run(str(target), {"x": x.numpy(), "bias": bias.numpy()})[0]
+    np.testing.assert_allclose(got, (x + bias).numpy(), rtol=1e-6)
 
 
 def test_a_request_built_directly_binds_like_normalize():
