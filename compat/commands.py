@@ -22,7 +22,14 @@ def _started_as() -> str:
 
 
 def _prefix() -> str:
-    return SCRIPT if _started_as() in (SCRIPT, MIGRATE_SCRIPT) else f"python -m {PACKAGE}"
+    name = _started_as()
+    if name in (SCRIPT, MIGRATE_SCRIPT):
+        return SCRIPT
+    # ``python -m torch_onnx_compat`` of an editable install runs the checkout's ``compat``
+    folder = os.path.basename(os.path.dirname(sys.argv[0])) if name else ""
+    if name in ("__main__.py", "migrate.py") and folder in ("compat", "torch_onnx_compat"):
+        return f"python -m {folder}"
+    return f"python -m {PACKAGE}"
 
 
 #: what the user types before a subcommand: ``torch-onnx-compat`` or ``python -m compat``
@@ -32,7 +39,7 @@ REPORT = f"{PREFIX} report"
 CATALOG = f"{PREFIX} catalog"
 RULE = f"{PREFIX} rule"
 CHECK = f"{PREFIX} check"
-MIGRATE = MIGRATE_SCRIPT if PREFIX == SCRIPT else f"python -m {PACKAGE}.migrate"
+MIGRATE = MIGRATE_SCRIPT if PREFIX == SCRIPT else f"{PREFIX}.migrate"
 
 
 def version() -> str:

@@ -1,6 +1,7 @@
-"""``python -m compat report LEDGER... [--format markdown|json]``: merge export ledgers (e.g. one
-per CI shard) into a migration report: calls per route, fallbacks by reason class, call sites still
-on the TorchScript route and why, legacy usages per ONX code, parity verdicts.
+"""``python -m compat report LEDGER... [--format markdown|json|html]``: merge export ledgers (e.g.
+one per CI shard) into a migration report: calls per route, fallbacks by reason class, call sites
+still on the TorchScript route and why, legacy usages per ONX code, parity verdicts; the HTML page
+(report_html.py) also shows the progress across the ledgers given (one run each, oldest first).
 
 No torch import: this runs in lint jobs and starts fast.
 """
@@ -8,7 +9,9 @@ No torch import: this runs in lint jobs and starts fast.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import re
 import sys
 from collections import Counter
@@ -77,6 +80,19 @@ def read_ledgers(paths: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, 
 _BLOCKING_LINE = re.compile(r" at [^ ]+\.py:\d+.*$")
 
 
+def blocking_lines(record: dict[str, Any]) -> list[str]:
+    """The model lines a record's fallback reason names (``c.py:7 `if x.mean() > 0:` (fix)``)."""
+    reason = str(record.get("fallback_reason") or "").removeprefix(REMEMBERED)
+    out: list[str] = []
+    for part in reason.split("; "):
+        m = _BLOCKING_LINE.search(part)
+        if m and not part.startswith("legacy: "):
+            line = m.group(0).removeprefix(" at ")
+            if line not in out:
+                out.append(line)
+    return out
+
+
 def reason_classes(record: dict[str, Any]) -> list[str]:
     """The reason classes of a record's fallback (``dynamo: X`` → ``X``)."""
     reason = record.get("fallback_reason") or ""
@@ -107,6 +123,7 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
     fallbacks: dict[str, dict[str, Any]] = {}
     legacy_sites: dict[str, dict[str, Any]] = {}
     usages: dict[str, dict[str, Any]] = {}
+    translations: dict[tuple[str, str], dict[str, Any]] = {}
     verdicts: Counter[str] = Counter()
     parity_findings: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
@@ -127,11 +144,13 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
         if route == "legacy" and rec.get("route_requested") == "auto":
             fallback_calls += 1
             for cls in reasons:
-                g = fallbacks.setdefault(cls, {"reason": cls, "calls": 0, "remembered": 0, "call_sites": []})
+                g = fallbacks.setdefault(cls, {"reason": cls, "calls": 0, "remembered": 0, "call_sites": [],
+                                               "model_lines": []})
                 g["calls"] += 1
                 g["remembered"] += remembered
                 if site not in g["call_sites"]:
                     g["call_sites"].append(site)
+                g["model_lines"] += [m for m in blocking_lines(rec) if m not in g["model_lines"]]
         if route == "legacy":
             why = reasons if rec.get("route_requested") == "auto" else [
                 f"route '{rec.get('route_requested')}' requested (call, environment or pyproject)"]
@@ -145,6 +164,12 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
             u["calls"] += 1
             if site not in u["call_sites"]:
                 u["call_sites"].append(site)
+        for t in rec.get("translations") or []:
+            key = (str(t.get("code") or ""), str(t.get("option") or ""))
+            tr = translations.setdefault(key, {"code": key[0], "option": key[1], "calls": 0, "actions": {}})
+            tr["calls"] += 1
+            action = str(t.get("action") or "")
+            tr["actions"][action] = tr["actions"].get(action, 0) + 1
         parity = rec.get("parity")
         if isinstance(parity, dict) and parity.get("verdict"):
             verdicts[parity["verdict"]] += 1
@@ -167,9 +192,30 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
         },
         "legacy_call_sites": sorted(legacy_sites.values(), key=lambda s: (-s["calls"], s["call_site"])),
         "legacy_usages": [usages[c] for c in sorted(usages)],
+        "translations": [translations[k] for k in sorted(translations)],
         "parity": {"checked": sum(verdicts.values()), "by_verdict": dict(verdicts), "findings": parity_findings},
         "failures": failures,
     }
+
+
+def run_summary(path: str, records: Iterable[dict[str, Any]], label: str | None = None) -> dict[str, Any]:
+    """One ledger as one run of the progress chart: its calls by route, fallbacks, TorchScript sites."""
+    data = build(records, [path])
+    try:
+        mtime = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
+        modified = mtime.strftime("%Y-%m-%d %H:%M")
+    except OSError:
+        modified = "-"
+    return {"label": label or os.path.basename(path), "path": path, "modified": modified,
+            "calls": data["calls"], "by_route": data["by_route"], "fallbacks": data["fallbacks"]["calls"],
+            "legacy_call_sites": len(data["legacy_call_sites"])}
+
+
+def run_labels(paths: Sequence[str]) -> list[str]:
+    """Short names for ledgers: the file name, with its folder where two share one (CI shards)."""
+    names = [os.path.basename(p) for p in paths]
+    return [os.path.join(os.path.basename(os.path.dirname(os.path.abspath(p))), n) if names.count(n) > 1
+            else n for p, n in zip(paths, names)]
 
 
 def _titles(codes: Iterable[str]) -> dict[str, str]:
@@ -260,8 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=commands.REPORT,
                                 description="Merge export ledgers into a migration report.")
     p.add_argument("ledgers", nargs="+", metavar="LEDGER", help="JSONL ledgers (e.g. one per CI shard)")
-    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--format", choices=("markdown", "json", "html"), default="markdown",
+                   help="html: one self-contained page with charts, and the progress across the "
+                   "ledgers given (oldest first)")
     p.add_argument("--output", "-o", metavar="PATH", help="write the report to PATH instead of stdout")
+    commands.add_version(p)
     try:
         ns = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:
@@ -278,7 +327,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{commands.REPORT}: no valid record in {', '.join(junk)}", file=sys.stderr)
         return 2
     report = build(records, ns.ledgers)
-    text = json.dumps(report, indent=2, sort_keys=True) + "\n" if ns.format == "json" else to_markdown(report)
+    if ns.format == "html":
+        from compat.tools.report_html import to_html
+
+        runs = [run_summary(path, read_ledgers([path])[0], label)
+                for path, label in zip(ns.ledgers, run_labels(ns.ledgers))]
+        text = to_html(report, runs)
+    elif ns.format == "json":
+        text = json.dumps(report, indent=2, sort_keys=True) + "\n"
+    else:
+        text = to_markdown(report)
     if ns.output:
         with open(ns.output, "w", encoding="utf-8") as fh:
             fh.write(text)

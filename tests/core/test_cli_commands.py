@@ -114,5 +114,7 @@ def test_help_names_the_command_the_user_typed() -> None:
     module = _cli("--help")
     assert module.stdout.startswith("usage: python -m compat [--version]")
     assert "python -m compat.migrate --help" in module.stdout
+    installed = _cli("rule", "--help", argv0="/venv/lib/torch_onnx_compat/__main__.py")
+    assert installed.stdout.startswith("usage: python -m torch_onnx_compat rule")
     unknown = _cli("frobnicate", argv0="torch-onnx-compat")
     assert unknown.returncode == 2 and unknown.stderr.startswith("torch-onnx-compat: unknown command")
