@@ -118,3 +118,33 @@ def test_help_names_the_command_the_user_typed() -> None:
     assert installed.stdout.startswith("usage: python -m torch_onnx_compat rule")
     unknown = _cli("frobnicate", argv0="torch-onnx-compat")
     assert unknown.returncode == 2 and unknown.stderr.startswith("torch-onnx-compat: unknown command")
+
+
+def _use_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text[text.index("\n## Use\n"): text.index("\n## Known limits\n")]
+
+
+def test_readme_use_section_works_for_the_documented_install(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Use section's commands are the installed ones, and each option it shows exists."""
+    import re
+
+    use = _use_section()
+    assert "import torch_onnx_compat as compat" in use
+    block = use[use.index("```sh\n") + 6:]
+    lines = block[: block.index("```")].splitlines()
+    assert lines and all(line.startswith(("torch-onnx-compat ", "torch-onnx-migrate ")) for line in lines)
+    for line in lines:
+        words = line.split("#")[0].split()
+        if words[0] != "torch-onnx-compat" or words[1].startswith("-"):
+            continue
+        assert words[1] in ("run", "report", "check", "rule", "catalog"), line
+        try:
+            main([words[1], "--help"])
+        except SystemExit:
+            pass  # run's own parser exits after --help
+        helptext = capsys.readouterr().out
+        for flag in set(re.findall(r"--[a-z][a-z-]*", line)) - {"--help", "--version"}:
+            assert flag in helptext, (line, flag)
+    image = re.search(r"!\[[^\]]*\]\(([^)]+)\)", use)
+    assert image and (ROOT / image.group(1)).is_file()
