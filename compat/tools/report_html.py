@@ -28,7 +28,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:0 0 10px}
 .sub{color:#566573;margin:0 0 18px}
 section{background:#fff;border:1px solid #d5dbe0;border-radius:8px;padding:16px 20px;margin:0 0 16px}
 .tiles{display:flex;gap:12px;flex-wrap:wrap;margin:0 0 16px}
-.tile{background:#fff;border:1px solid #d5dbe0;border-radius:8px;padding:10px 16px;min-width:130px}
+.tile{background:#fff;border:1px solid #d5dbe0;border-radius:8px;padding:10px 14px;flex:1 1 0;min-width:110px}
 .tile b{display:block;font-size:22px}.tile span{color:#566573;font-size:12px}
 table{border-collapse:collapse;width:100%;margin-top:10px;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e5e8eb;vertical-align:top}
