@@ -86,7 +86,14 @@ def load_project(start: str) -> ProjectConfig:
     path = find_pyproject(start)
     if path is None:
         return ProjectConfig()
-    return _load_cached(path, os.stat(path).st_mtime_ns)
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except FileNotFoundError:  # removed since it was found: look again
+        find_pyproject.cache_clear()
+        return load_project(start)
+    except OSError as exc:
+        raise CompatValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return _load_cached(path, mtime)
 
 
 #: keys of ``[tool.torch-onnx-compat]``; ``migrate`` is the rewriter's table (migration/cli.py)
