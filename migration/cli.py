@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
     mode.add_argument("--write", "--fix", dest="write", action="store_true",
                       help="rewrite files in place (--fix is an alias)")
+    mode.add_argument("--add-noqa", action="store_true",
+                      help="add a `# noqa: CODE` to each line with a finding (as ruff check "
+                           "--add-noqa); exit 0")
     p.add_argument("--select", action="append",
                    help="codes or prefixes, e.g. ONX1,ONX203; ALL for every rule")
     p.add_argument("--extend-select", action="append", metavar="CODES",
@@ -252,9 +255,12 @@ def _main(args: argparse.Namespace) -> int:
         ledger = read(ledger_paths)
     target = _target_torch(args.target_torch or _cfg_value(cfg, "target_torch", str, None))
     opts = Options(tuple(select), tuple(ignore), unsafe, fix=args.diff or args.write,
-                   write=args.write, ledger=ledger, target_torch=target)
+                   write=args.write or args.add_noqa, ledger=ledger, target_torch=target,
+                   add_noqa=args.add_noqa)
     paths = args.paths or ["."]
     if "-" in paths:
+        if args.add_noqa:
+            raise UsageError("--add-noqa edits files in place; it cannot read stdin ('-')")
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
         return _stdin(args, opts, fmt)
@@ -293,6 +299,8 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
     for r in errors:
         print(f"compat.migrate: internal error in {r.path}: {r.error}", file=sys.stderr)
     quiet = args.quiet or fmt != "text"
+    if args.add_noqa:
+        return _report_noqa(results, errors, args.quiet)
     if args.diff:
         sys.stdout.write("".join(_diff(r) for r in changed))
         n = sum(len(r.fixed) for r in changed)
@@ -325,6 +333,21 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
     if args.exit_zero:
         status = 0
     return 2 if errors else status
+
+
+def _report_noqa(results: list[FileResult], errors: list[FileResult], quiet: bool) -> int:
+    """``--add-noqa``: ruff's summary (``Added N noqa directives.``, on stderr); 0, or 1 when a
+    finding could not be suppressed (a syntax error, a notebook, a file not written)."""
+    left = [f for r in results for f in r.findings]
+    for f in left:
+        why = ("notebook cells are not edited" if f.path.endswith(".ipynb")
+               else "a syntax error cannot be suppressed" if f.code == "E999"
+               else f.note if f.code == "E902" else "no line of it can take a comment")
+        print(f"{f.path}:{f.where}: {f.code}: no noqa directive added ({why})", file=sys.stderr)
+    n = sum(r.noqa_added for r in results if r.new_bytes is not None and not r.error)
+    if n and not quiet:
+        print(f"Added {n} noqa directive{'' if n == 1 else 's'}.", file=sys.stderr)
+    return 2 if errors else 1 if left else 0
 
 
 def _show_fixes(results: list[FileResult], verb: str, stream: TextIO) -> None:

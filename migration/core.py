@@ -9,7 +9,6 @@ per-suffix file layer (``sources.py`` for Python files, ``notebook.py`` for note
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
 from compat.catalog import prefilter_tokens
@@ -17,11 +16,11 @@ from compat.catalog import prefilter_tokens
 from .analysis import Context, analyze
 from .ledger import LedgerIndex, shift_lines
 from .model import SYNTAX_ERROR, Finding
+from .noqa import suppressed as _noqa
 from .rules import RULES
 from .splice import FixFailed, Layout, UnsafeRewrite, plan, rewrite_piece, splice
 
 TOKENS = prefilter_tokens()
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 MAX_ROUNDS = 4
 
 
@@ -34,6 +33,7 @@ class Options:
     unsafe_fixes: bool = False
     fix: bool = False  # compute the rewritten text (--diff / --write)
     write: bool = False
+    add_noqa: bool = False  # --add-noqa: add a `# noqa` for each finding left (with write)
     ledger: LedgerIndex | None = field(default=None, compare=False)
     target_torch: tuple[int, int] | None = None  # the oldest torch the code must support
 
@@ -51,16 +51,6 @@ class Options:
 def might_need_migration(data: bytes) -> bool:
     """The byte prefilter: no catalog token, no legacy usage."""
     return any(tok in data for tok in TOKENS)
-
-
-def _noqa(finding: Finding, lines: list[str]) -> bool:
-    for ln in (finding.line, *finding.lines):
-        if 0 < ln <= len(lines):
-            m = _NOQA.search(lines[ln - 1])
-            if m and (not m.group("codes") or finding.code in
-                      {c.strip().upper() for c in m.group("codes").split(",")}):
-                return True
-    return False
 
 
 def check_text(text: str, path: str, opts: Options, evidence: dict | None = None,

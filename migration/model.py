@@ -83,6 +83,7 @@ class FileResult:
     old_bytes: bytes | None = None
     error: str | None = None  # internal error (exit 2)
     dropped: list[str] = field(default_factory=list)  # fixes dropped because they broke the file
+    noqa_added: int = 0  # --add-noqa: directives added or extended
 
     def not_written(self, reason: str, code: str = IO_ERROR) -> FileResult:
         """This result as it stands when its rewrite is not written: nothing was fixed, and

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from .core import Options, check_text, fix_text, might_need_migration
 from .model import SAFETY_CHECK, SYNTAX_ERROR, FileResult, Finding
+from .noqa import add_noqa
 from .splice import UnsafeRewrite
 from .textio import decode, encode
 
@@ -49,6 +50,13 @@ def _process_bytes(data: bytes, path: str, opts: Options) -> FileResult:
     evidence = opts.ledger.evidence(path) if opts.ledger and path != "-" else None
     if not opts.fix:
         result.findings = check_text(src.text, path, opts, evidence)
+        if opts.add_noqa and result.findings:
+            new, result.noqa_added, left = add_noqa(src.text, result.findings)
+            # the suppressed findings count as handled (they come back if the write fails)
+            result.fixed = [f for f in result.findings if not any(f is g for g in left)]
+            result.findings = left
+            if new != src.text:
+                result.new_bytes = encode(new, src)
         return result
     try:
         new, result.fixed, result.findings, result.dropped = fix_text(src.text, path, opts,
