@@ -2,7 +2,11 @@
 
 Each route's model is checked against eager torch at the example inputs and at generated inputs
 with other sizes along every declared dynamic axis (``dynamic_axes`` or ``dynamic_shapes``), so a
-model that only works at its example shape is caught. Imports torch, onnx and onnxruntime on use.
+model that only works at its example shape is caught. Every output at every probe gets numbers:
+the max abs and max rel difference of each route against eager and of the two routes against each
+other (``ParityReport.numbers``). The verdict says "differs" only for a difference beyond tolerance
+or in the interface; dims that differ only in labels (a generated ``Concatoutput0_dim_2`` against a
+static ``85``) are ``notes``. Imports torch, onnx and onnxruntime on use.
 """
 
 from __future__ import annotations
@@ -38,12 +42,17 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 
 @dataclass
 class Check:
-    """One route's model at one probe: ``match``, ``mismatch`` or ``error`` (onnxruntime failed)."""
+    """One route's model at one probe: ``match``, ``mismatch`` or ``error`` (onnxruntime failed).
+
+    ``outputs`` has one entry per output compared with eager torch: index, shape, size and the
+    ``max_abs``/``max_rel`` difference (see ``diff_stats``)."""
 
     probe: str
     status: str
     max_abs_diff: float | None = None
     detail: str = ""
+    max_rel_diff: float | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -89,6 +98,13 @@ class ParityReport:
     dynamic_axes: dict[str, int]
     tolerances: dict[str, tuple[float, float]]
     call_site: str = ""
+    #: differences that are no finding, e.g. output dims that differ only in their labels
+    notes: list[str] = field(default_factory=list)
+    #: per probe and output: shape, size and max abs/rel difference legacy vs eager, dynamo vs
+    #: eager and legacy vs dynamo (``{"max_abs": .., "max_rel": ..}``, None where not run)
+    numbers: list[dict[str, Any]] = field(default_factory=list)
+    #: wall time of the whole compare (both exports, onnxruntime runs, eager probes)
+    compare_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +112,9 @@ class ParityReport:
             "call_site": self.call_site,
             "verdict": self.verdict,
             "differences": list(self.differences),
+            "notes": list(self.notes),
+            "numbers": [dict(n) for n in self.numbers],
+            "compare_s": self.compare_s,
             "routes": {name: asdict(r) for name, r in self.routes.items()},
             "probes": [asdict(p) for p in self.probes],
             "dynamic_axes": dict(self.dynamic_axes),
@@ -107,7 +126,10 @@ class ParityReport:
         return {
             "verdict": self.verdict,
             "output_names_differ": self.output_names_differ,
-            "differences": list(self.differences),
+            "differences": list(self.differences),  # in full: the terminal table shortens them
+            "notes": list(self.notes),
+            "numbers": [_rounded_numbers(n) for n in self.numbers],
+            "compare_s": _round(self.compare_s),
             "routes": {
                 name: {
                     "status": r.status, "error": r.error, "export_s": _round(r.export_s),
@@ -145,8 +167,17 @@ class ParityReport:
         lines = [head, "", "| | " + " | ".join(ROUTE_TITLES[n] for n in names) + " |",
                  "|---|" + "---|" * len(names)]
         lines += [f"| {label} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for label, cells in rows]
+        rows_n = [n for n in self.numbers if any(n.get(k) for k in PAIRS)]
+        if rows_n:
+            lines += ["", "**Numbers** (max abs / max rel difference)", "",
+                      "| probe | output | shape | " + " | ".join(PAIR_TITLES[k] for k in PAIRS) + " |",
+                      "|---|---|---|" + "---|" * len(PAIRS)]
+            lines += [f"| {n['probe']} | {n['output']} | {_dims(n['shape'] or [])} | "
+                      + " | ".join(_pair_cell(n.get(k)) for k in PAIRS) + " |" for n in rows_n]
         if self.differences:
             lines += ["", "**Differences**", ""] + [f"- {d}" for d in self.differences]
+        if self.notes:
+            lines += ["", "**Notes** (no difference)", ""] + [f"- {d}" for d in self.notes]
         if self.output_names_differ and not any(d.startswith("outputs names") for d in self.differences):
             named = "; ".join(f"{n} {v}" for n, v in self.output_names.items())
             note = f"Output names differ between routes ({named}): pass `output_names=` to fix them."
@@ -181,8 +212,36 @@ class ParityReport:
         return len(names) > 1 and any(n != names[0] for n in names[1:])
 
 
+#: the pairs ``numbers`` compares, and their column titles
+PAIRS = ("legacy_vs_eager", "dynamo_vs_eager", "legacy_vs_dynamo")
+PAIR_TITLES = {"legacy_vs_eager": "legacy vs eager", "dynamo_vs_eager": "dynamo vs eager",
+               "legacy_vs_dynamo": "legacy vs dynamo"}
+
+
 def _round(v: float | None, digits: int = 4) -> float | None:
     return None if v is None else round(v, digits)
+
+
+def _sig(v: float | None) -> float | None:
+    """Four significant digits (a difference of 1e-7 stays 1e-7)."""
+    return None if v is None else float(f"{v:.4g}")
+
+
+def _rounded_numbers(n: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(n)
+    for k in PAIRS:
+        if isinstance(n.get(k), Mapping):
+            out[k] = {name: _sig(v) if isinstance(v, float) else v for name, v in n[k].items()}
+    return out
+
+
+def _pair_cell(stats: Mapping[str, Any] | None) -> str:
+    if not stats:
+        return "-"
+    if "shapes" in stats:
+        return "shapes differ: " + " vs ".join(_dims(s) for s in stats["shapes"])
+    rel = stats.get("max_rel")
+    return f"{stats['max_abs']:.3g} / " + ("-" if rel is None else f"{rel:.3g}")
 
 
 def _fmt(v: Any, pattern: str) -> str:
@@ -198,8 +257,13 @@ def _size(n: int | None) -> str:
 _NOISE = re.compile(r"\x1b\[[0-9;]*m|/onnxruntime_src/\S+ \S+\([^)]*\)\s*")
 
 
+def _clean(text: str) -> str:
+    """``text`` on one line without terminal colours or onnxruntime's source locations; full length."""
+    return " ".join(_NOISE.sub("", text).split())
+
+
 def _short(text: str, limit: int) -> str:
-    text = " ".join(_NOISE.sub("", text).split())
+    text = _clean(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -273,6 +337,7 @@ def compare_request(
         Probe(", ".join(f"{n}={s}" for n, s in p.items()), dict(p))
         for p in (default_probes(sizes) if probes is None else probes)
     ]
+    start = time.perf_counter()
     with contextlib.ExitStack() as stack:
         folder = os.fspath(workdir) if workdir is not None else stack.enter_context(
             tempfile.TemporaryDirectory(prefix="compat-compare-"))
@@ -284,18 +349,24 @@ def compare_request(
             if sess is not None:
                 sessions[route] = sess
         probe_inputs = _eager_probes(req, layout, probe_list)
-        for route, sess in sessions.items():
-            for probe, (leaves, expected) in zip(probe_list, probe_inputs):
-                if expected is not None:
-                    results[route].checks.append(_check(sess, layout, leaves, expected, probe.label, tol))
+        numbers: list[dict[str, Any]] = []
+        for probe, (leaves, expected) in zip(probe_list, probe_inputs):
+            if expected is None:
+                continue
+            got: dict[str, list[Any] | None] = {}
+            for route, sess in sessions.items():
+                check, got[route] = _check(sess, layout, leaves, expected, probe.label, tol)
+                results[route].checks.append(check)
+            numbers += _probe_numbers(probe.label, expected, results, got)
         _latency(sessions, results, layout, latency_runs)
     named = {"inputs": bool(req.input_names), "outputs": bool(req.output_names)}
-    verdict, differences = _verdict(results, probe_list, sizes, named)
+    verdict, differences, notes = _verdict(results, probe_list, sizes, named)
     cls = type(req.model)
     return ParityReport(
         model=f"{cls.__module__}.{cls.__qualname__}", verdict=verdict, differences=differences,
         routes=results, probes=probe_list, dynamic_axes=sizes, tolerances=tol,
-        call_site=req.call_site,
+        call_site=req.call_site, notes=notes, numbers=numbers,
+        compare_s=time.perf_counter() - start,
     )
 
 
@@ -324,7 +395,7 @@ def _export_route(req: ExportRequest, route: str, folder: str) -> tuple[RouteRes
         _describe(result, path)
         sess = _session(path)
     except Exception as exc:  # noqa: BLE001 - e.g. onnxruntime rejects the model
-        result.error = _short(f"onnxruntime cannot load the model: {type(exc).__name__}: {exc}", 600)
+        result.error = _clean(f"onnxruntime cannot load the model: {type(exc).__name__}: {exc}")
         return result, None
     result.status = "ok"
     return result, sess
@@ -343,7 +414,7 @@ def _error_text(exc: BaseException) -> str:
             parts.append(f"{err.reason}" + (f" ({type(cause).__name__}: {first})" if cause is not None else ""))
         else:
             parts.append(f"{type(err).__name__}: {err}")
-    return _short("; ".join(parts), 400)
+    return _clean("; ".join(parts))
 
 
 def _cause_line(cause: BaseException) -> str:
@@ -411,7 +482,7 @@ def _eager_probes(req: ExportRequest, layout: InputLayout, probes: list[Probe]) 
                 with torch.no_grad():
                     result = model(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - sizes the model itself rejects are no finding
-                probe.eager_error = _short(f"{type(exc).__name__}: {exc}", 300)
+                probe.eager_error = _clean(f"{type(exc).__name__}: {exc}")
                 out.append((leaves, None))
                 continue
             flat = [t.detach().cpu() for t in torch_internals.tree_leaves(result) if isinstance(t, torch.Tensor)]
@@ -445,39 +516,114 @@ def _numpy(t: Any) -> Any:
     return t.numpy()
 
 
+def diff_stats(got: Any, ref: Any) -> dict[str, Any]:
+    """``max_abs``: the largest ``|got - ref|``; ``max_rel``: the largest ``|got - ref| / |ref|``
+    over the elements where ``ref`` is non-zero (None when there is none). NaN against NaN is no
+    difference; ``nan_mismatches`` counts elements where only one side is NaN. Arrays of the
+    same shape; booleans count as 0/1."""
+    import numpy as np
+
+    g, r = np.asarray(got), np.asarray(ref)
+    if g.size == 0:
+        return {"max_abs": 0.0, "max_rel": None}
+    if not (np.issubdtype(g.dtype, np.number) or g.dtype == np.bool_):
+        differ = float(np.count_nonzero(g != r) > 0)
+        return {"max_abs": differ, "max_rel": None}
+    g64, r64 = g.astype(np.float64), r.astype(np.float64)
+    g_nan, r_nan = np.isnan(g64), np.isnan(r64)
+    with np.errstate(invalid="ignore"):
+        diff = np.where((g_nan & r_nan) | (g64 == r64), 0.0, np.abs(g64 - r64))  # inf == inf
+    one_nan = g_nan != r_nan
+    diff = np.where(one_nan | np.isnan(diff), 0.0, diff)
+    nonzero = (np.abs(r64) > 0) & ~r_nan
+    stats: dict[str, Any] = {
+        "max_abs": float(diff.max()),
+        "max_rel": float((diff[nonzero] / np.abs(r64[nonzero])).max()) if nonzero.any() else None,
+    }
+    if one_nan.any():
+        stats["nan_mismatches"] = int(np.count_nonzero(one_nan))
+    return stats
+
+
 def _check(sess: Any, layout: InputLayout, leaves: list[Any], expected: list[Any], probe: str,
-           tol: Mapping[str, tuple[float, float]]) -> Check:
+           tol: Mapping[str, tuple[float, float]]) -> tuple[Check, list[Any] | None]:
+    """The route's model against eager at one probe, and its outputs (None: onnxruntime failed)."""
     import numpy as np
 
     try:
         got = sess.run(None, _feeds(sess, layout, leaves))
     except Exception as exc:  # noqa: BLE001 - the finding this compare exists for
-        return Check(probe, "error", detail=_short(f"{type(exc).__name__}: {exc}", 300))
+        return Check(probe, "error", detail=_clean(f"{type(exc).__name__}: {exc}")), None
+    check = Check(probe, "match", 0.0)
+    problems: list[str] = []
     if len(got) != len(expected):
-        return Check(probe, "mismatch", detail=f"{len(got)} outputs, eager torch gives {len(expected)}")
-    worst = 0.0
+        problems.append(f"{len(got)} outputs, eager torch gives {len(expected)}")
+    rels: list[float] = []
     for k, (g, e) in enumerate(zip(got, expected)):
         e_np = _numpy(e)
+        entry: dict[str, Any] = {"output": k, "shape": list(e_np.shape), "size": int(e_np.size)}
+        check.outputs.append(entry)
         if tuple(g.shape) != tuple(e_np.shape):
-            return Check(probe, "mismatch", worst,
-                         f"output {k} has shape {list(g.shape)}, eager torch {list(e_np.shape)}")
-        rtol, atol = tol.get(str(e.dtype).replace("torch.", ""), (0.0, 0.0))
+            entry["onnx_shape"] = list(g.shape)
+            problems.append(f"output {k} has shape {list(g.shape)}, eager torch {list(e_np.shape)}")
+            continue
+        stats = diff_stats(g, e_np)
+        entry.update(stats)
+        check.max_abs_diff = max(check.max_abs_diff or 0.0, stats["max_abs"])
+        if stats["max_rel"] is not None:
+            rels.append(stats["max_rel"])
         if e_np.size == 0:
             continue
         if e_np.dtype == np.bool_ or not np.issubdtype(e_np.dtype, np.number):
             bad = int(np.count_nonzero(g != e_np))
             if bad:
-                return Check(probe, "mismatch", worst, f"output {k}: {bad} of {e_np.size} values differ")
+                problems.append(f"output {k}: {bad} of {e_np.size} values differ")
             continue
+        rtol, atol = tol.get(str(e.dtype).replace("torch.", ""), (0.0, 0.0))
         g64, e64 = g.astype(np.float64), e_np.astype(np.float64)
-        diff = np.abs(g64 - e64)
-        nan_ok = np.isnan(g64) == np.isnan(e64)
-        diff = np.where(np.isnan(diff) & nan_ok, 0.0, diff)
-        worst = max(worst, float(np.nanmax(diff)) if diff.size else 0.0)
-        if not nan_ok.all() or not (diff <= atol + rtol * np.abs(e64)).all():
-            return Check(probe, "mismatch", worst,
-                         f"output {k}: max abs diff {float(np.nanmax(diff)):.3g} (rtol={rtol:g}, atol={atol:g})")
-    return Check(probe, "match", worst)
+        both_nan = np.isnan(g64) & np.isnan(e64)
+        with np.errstate(invalid="ignore"):
+            within = both_nan | (g64 == e64) | (np.abs(g64 - e64) <= atol + rtol * np.abs(e64))
+        if not within.all():
+            rel = "-" if stats["max_rel"] is None else f"{stats['max_rel']:.3g}"
+            nan = f", {stats['nan_mismatches']} NaN only on one side" if stats.get("nan_mismatches") else ""
+            problems.append(
+                f"output {k} (shape {list(e_np.shape)}): max abs diff {stats['max_abs']:.3g}, max rel diff "
+                f"{rel}{nan}; {int(np.count_nonzero(~within))} of {e_np.size} values beyond "
+                f"rtol={rtol:g}, atol={atol:g}")
+    check.max_rel_diff = max(rels) if rels else None
+    if problems:
+        check.status, check.detail = "mismatch", "; ".join(problems)
+    return check, list(got)
+
+
+def _probe_numbers(probe: str, expected: list[Any], results: Mapping[str, RouteResult],
+                   got: Mapping[str, list[Any] | None]) -> list[dict[str, Any]]:
+    """One row per eager output at one probe: each route against eager, and the routes against
+    each other (``max_rel`` there is relative to the dynamo route's values)."""
+    rows = []
+    for k, e in enumerate(expected):
+        e_np = _numpy(e)
+        row: dict[str, Any] = {"probe": probe, "output": k, "name": None, "shape": list(e_np.shape),
+                               "size": int(e_np.size), **{pair: None for pair in PAIRS}}
+        for route in ROUTES:
+            r = results.get(route)
+            if r is not None and r.ok and k < len(r.outputs) and row["name"] is None:
+                row["name"] = r.outputs[k]["name"]
+            outs = got.get(route)
+            if outs is not None and k < len(outs):
+                row[f"{route}_vs_eager"] = _pair(outs[k], e_np)
+        a, b = got.get("legacy"), got.get("dynamo")
+        if a is not None and b is not None and k < len(a) and k < len(b):
+            row["legacy_vs_dynamo"] = _pair(a[k], b[k])
+        rows.append(row)
+    return rows
+
+
+def _pair(a: Any, b: Any) -> dict[str, Any]:
+    if tuple(a.shape) != tuple(b.shape):
+        return {"shapes": [list(a.shape), list(b.shape)]}
+    return diff_stats(a, b)
 
 
 def _latency(sessions: Mapping[str, Any], results: Mapping[str, RouteResult], layout: InputLayout, runs: int) -> None:
@@ -503,14 +649,15 @@ def _latency(sessions: Mapping[str, Any], results: Mapping[str, RouteResult], la
 
 
 def _verdict(results: Mapping[str, RouteResult], probes: list[Probe], sizes: Mapping[str, int],
-             named: Mapping[str, bool] | None = None) -> tuple[str, list[str]]:
+             named: Mapping[str, bool] | None = None) -> tuple[str, list[str], list[str]]:
+    """(verdict, differences, notes)."""
     ok = [r for r in results.values() if r.ok]
     if not ok:
-        return "failed", [f"{r.route}: {r.error}" for r in results.values()]
+        return "failed", [f"{r.route}: {r.error}" for r in results.values()], []
     diffs: list[str] = []
     if len(ok) == 1:
         bad = next(r for r in results.values() if not r.ok)
-        diffs.append(f"only the {ok[0].route} route exports; {bad.route} failed: {_short(bad.error or '', 300)}")
+        diffs.append(f"only the {ok[0].route} route exports; {bad.route} failed: {bad.error or ''}")
     example = ", ".join(f"{n}={s}" for n, s in sizes.items())
     for r in ok:
         for c in r.checks:
@@ -520,17 +667,20 @@ def _verdict(results: Mapping[str, RouteResult], probes: list[Probe], sizes: Map
             elif c.status == "mismatch":
                 diffs.append(f"{r.route} route's model differs from eager torch at {where}: {c.detail}")
     if len(ok) == 1:
-        return "one-route-only", diffs
-    diffs += _interface_diffs(results["legacy"], results["dynamo"], named or {})
-    return ("differs" if diffs else "equivalent"), diffs
+        return "one-route-only", diffs, []
+    interface, notes = _interface_diffs(results["legacy"], results["dynamo"], named or {})
+    diffs += interface
+    return ("differs" if diffs else "equivalent"), diffs, notes
 
 
-def _interface_diffs(a: RouteResult, b: RouteResult, named: Mapping[str, bool]) -> list[str]:
-    """Names, dtypes and shapes of the graphs' inputs/outputs. Input dim names must match; for
-    outputs only static sizes and which axes are dynamic (exporters name inferred dims freely).
-    Names count only where the caller chose them (``input_names``/``output_names``): each
-    exporter generates its own otherwise."""
+def _interface_diffs(a: RouteResult, b: RouteResult, named: Mapping[str, bool]) -> tuple[list[str], list[str]]:
+    """(differences, notes) in the names, dtypes and shapes of the graphs' inputs/outputs. Input
+    dim names must match. An output dim that is static on one route and a label (or unknown) on
+    the other, or labelled differently, is a note: exporters name inferred dims freely, and the
+    probes check the sizes themselves. Names count only where the caller chose them
+    (``input_names``/``output_names``): each exporter generates its own otherwise."""
     out: list[str] = []
+    notes: list[str] = []
     for kind in ("inputs", "outputs"):
         va, vb = getattr(a, kind), getattr(b, kind)
         na, nb = [v["name"] for v in va], [v["name"] for v in vb]
@@ -541,15 +691,32 @@ def _interface_diffs(a: RouteResult, b: RouteResult, named: Mapping[str, bool]) 
             if x["dtype"] != y["dtype"]:
                 out.append(f"{label} dtype: {a.route} {x['dtype']}, {b.route} {y['dtype']}")
             dx, dy = x["dims"], y["dims"]
-            if kind == "outputs":
-                dx, dy = [_shape_kind(d) for d in dx], [_shape_kind(d) for d in dy]
-            if dx != dy:
-                out.append(f"{label} shape: {a.route} {_dims(x['dims'])}, {b.route} {_dims(y['dims'])}")
-    return out
+            if kind == "outputs" and [_shape_kind(d) for d in dx] == [_shape_kind(d) for d in dy]:
+                continue  # two generated labels (or unknowns) for the same dynamic axis
+            if dx == dy:
+                continue
+            shapes = f"{label} shape: {a.route} {_dims(dx)}, {b.route} {_dims(dy)}"
+            if kind == "outputs" and _labels_only(dx, dy):
+                notes.append(f"{shapes}: the dims differ only in their labels (a generated name "
+                             "or unknown against a static size), not a difference: the probes "
+                             "check the sizes themselves")
+            else:
+                out.append(shapes)
+    return out, notes
+
+
+def _labels_only(dx: list[Any], dy: list[Any]) -> bool:
+    """Same rank, and no position where both are static sizes that differ."""
+    return len(dx) == len(dy) and all(
+        x == y or not (_static(x) and _static(y)) for x, y in zip(dx, dy))
+
+
+def _static(d: Any) -> bool:
+    return isinstance(d, int) and d > 0
 
 
 def _shape_kind(d: Any) -> Any:
-    return d if isinstance(d, int) and d > 0 else "dynamic"
+    return d if _static(d) else "dynamic"
 
 
 def _dims(dims: list[Any]) -> str:

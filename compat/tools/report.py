@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from compat import commands
@@ -177,6 +177,9 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
                 parity_findings.append({
                     "call_site": site, "model": rec.get("model"), "verdict": parity["verdict"],
                     "differences": list(parity.get("differences") or []),
+                    "notes": list(parity.get("notes") or []),
+                    "max_route_diff": _worst_route_difference(parity),
+                    "compare_ratio": parity.get("compare_ratio"),
                 })
     titles = _titles(usages)
     for code, u in usages.items():
@@ -216,6 +219,14 @@ def run_labels(paths: Sequence[str]) -> list[str]:
     names = [os.path.basename(p) for p in paths]
     return [os.path.join(os.path.basename(os.path.dirname(os.path.abspath(p))), n) if names.count(n) > 1
             else n for p, n in zip(paths, names)]
+
+
+def _worst_route_difference(parity: Mapping[str, Any]) -> float | None:
+    """The largest max abs difference between the two routes' models in a parity record."""
+    values = [n["legacy_vs_dynamo"]["max_abs"] for n in parity.get("numbers") or []
+              if isinstance(n, dict) and isinstance(n.get("legacy_vs_dynamo"), dict)
+              and isinstance(n["legacy_vs_dynamo"].get("max_abs"), (int, float))]
+    return max(values) if values else None
 
 
 def _titles(codes: Iterable[str]) -> dict[str, str]:
@@ -272,6 +283,9 @@ def to_markdown(report: dict[str, Any]) -> str:
         for f in parity["findings"]:
             lines.append(f"- `{f['call_site']}` (`{f['model']}`): **{f['verdict']}**")
             lines += [f"  - {_cell(d, 300)}" for d in f["differences"][:5]]
+            lines += [f"  - note: {_cell(d, 300)}" for d in f.get("notes", [])[:3]]
+            if f.get("max_route_diff") is not None:
+                lines.append(f"  - max abs difference between the routes' models: {f['max_route_diff']:.3g}")
     else:
         lines.append(f"No call was compared (run with `{commands.RUN} --compare`).")
     if report["failures"]:

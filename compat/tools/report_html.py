@@ -234,7 +234,8 @@ def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] = ()) -> str:
          + f'<p class="sub">{parity["checked"]} compared call(s).</p>'
          + (_table(("call site", "model", "verdict", "differences"),
                    [(_site_link(f["call_site"]), f"<code>{_e(f['model'])}</code>", _e(f["verdict"]),
-                     "<br>".join(_e(d) for d in f["differences"][:5]) or "-")
+                     "<br>".join([_e(d) for d in f["differences"][:5]]
+                                 + [f"note: {_e(d)}" for d in f.get("notes", [])[:3]]) or "-")
                     for f in parity["findings"]]) if parity["findings"] else ""))
         if parity["checked"] else _none("No call was compared (run with --compare).")))
     if report["failures"]:
