@@ -21,7 +21,7 @@ from scale_models import mlp
 import compat
 from compat import request
 from compat.request import normalize
-from compat.tools import compare_hook, parity, report
+from compat.tools import compare_hook, parity, report, report_html
 from compat.tools.parity import ParityReport, RouteResult, diff_stats
 
 
@@ -143,6 +143,15 @@ def test_dim_labels_only_are_a_note_not_differs() -> None:
     assert len({n["probe"] for n in r.numbers}) == len(r.probes) > 1
     assert r.summary()["notes"] == r.notes
     assert "**Notes** (no difference)" in r.to_markdown()
+    # a note alone never makes a parity finding; with a difference the report pages show both
+    summary = {**r.summary(), "verdict": "differs", "differences": ["output 0: max abs diff 1"]}
+    data = report.build([{"call_site": "export.py:4", "model": "Detect", "status": "ok",
+                          "route_taken": "dynamo", "parity": summary}])
+    assert data["parity"]["by_verdict"] == {"differs": 1}
+    assert "note: output 'output0' shape" in report.to_markdown(data)
+    page = report_html.to_html(data)
+    assert "note: output &#x27;output0&#x27; shape" in page or "note: output 'output0' shape" in page
+    assert 'data-chart="parity" data-label="differs" data-value="1"' in page  # the verdict's bar
 
 
 def test_static_sizes_that_differ_are_still_a_difference() -> None:
