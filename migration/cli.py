@@ -114,9 +114,10 @@ EXIT_CODES = """exit codes:
 
 
 def _version() -> str:
+    """``torch-onnx-migrate 0.1.0``, or ``python -m compat.migrate 0.1.0``: as typed."""
     from compat import __version__
 
-    return f"compat.migrate {__version__}"
+    return f"{commands.MIGRATE} {__version__}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-torch", metavar="X.Y",
                    help="the oldest torch the code must keep supporting (e.g. 2.4: no dynamo=, "
                         "which torch < 2.5 rejects)")
-    p.add_argument("--output-format", choices=output.FORMATS, default=None)
+    p.add_argument("--output-format", choices=output.FORMATS, default=None,
+                   help="text (= concise, one line per finding; the default), full (with the "
+                        "source line, a caret and the fix), json, sarif, github")
     p.add_argument("--statistics", action="store_true", help="counts per rule code")
     p.add_argument("--show-fixes", action="store_true",
                    help="list the fixes applied (--fix) or that would be (--diff)")
@@ -165,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _progress(enabled: bool, done: int, total: int) -> None:
     if enabled:
-        sys.stderr.write(f"\rcompat.migrate: {done}/{total} files")
+        sys.stderr.write(f"\r{commands.MIGRATE}: {done}/{total} files")
         if done == total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -210,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(args)
     except UsageError as exc:
-        print(f"compat.migrate: error: {exc}", file=sys.stderr)
+        print(f"{commands.MIGRATE}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 2
@@ -270,7 +273,7 @@ def _main(args: argparse.Namespace) -> int:
     files = sorted(iter_files(paths, exclude, cfg_exclude))
     progress = (not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI"))
     if ledger is not None and not any(ledger.evidence(f) for f in files):
-        print(f"compat.migrate: warning: no record of {', '.join(ledger_paths)} matched a file "
+        print(f"{commands.MIGRATE}: warning: no record of {', '.join(ledger_paths)} matched a file "
               f"being migrated ({len(ledger.sites)} call site(s) recorded); is it this "
               "project's ledger?", file=sys.stderr)
     results = run_files(files, opts, jobs, progress)
@@ -297,8 +300,8 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
         for msg in r.dropped:
             print(f"{r.path}: fix dropped: {msg}", file=sys.stderr)
     for r in errors:
-        print(f"compat.migrate: internal error in {r.path}: {r.error}", file=sys.stderr)
-    quiet = args.quiet or fmt != "text"
+        print(f"{commands.MIGRATE}: internal error in {r.path}: {r.error}", file=sys.stderr)
+    quiet = args.quiet or fmt not in output.TEXT_FORMATS
     if args.add_noqa:
         return _report_noqa(results, errors, args.quiet)
     if args.diff:

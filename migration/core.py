@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from compat.catalog import prefilter_tokens
 
-from .analysis import Context, analyze
+from .analysis import Context, _splitlines, analyze
 from .ledger import LedgerIndex, shift_lines
 from .model import SYNTAX_ERROR, Finding
 from .noqa import suppressed as _noqa
@@ -33,7 +33,7 @@ class Options:
     unsafe_fixes: bool = False
     fix: bool = False  # compute the rewritten text (--diff / --write)
     write: bool = False
-    add_noqa: bool = False  # --add-noqa: add a `# noqa` for each finding left (with write)
+    add_noqa: bool = False  # --add-noqa: a noqa comment for each finding left (with write)
     ledger: LedgerIndex | None = field(default=None, compare=False)
     target_torch: tuple[int, int] | None = None  # the oldest torch the code must support
 
@@ -60,7 +60,7 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
     if tree is None:
         parsed = parse(text, path)
         if isinstance(parsed, Finding):
-            return [parsed]
+            return [_with_source(parsed, _splitlines(text))]
         tree = parsed
     try:
         ctx = Context(text, tree, path, evidence, preamble)
@@ -86,7 +86,14 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
             if foreign.intersection(f.edits):
                 f.edits, f.applicability = (), "none"
     out.sort(key=lambda f: (f.line, f.column, f.code))
-    return out
+    return [_with_source(f, lines) for f in out]
+
+
+def _with_source(finding: Finding, lines: list[str]) -> Finding:
+    """``finding`` with the text of its line (for ``--output-format full``)."""
+    if 0 < finding.line <= len(lines):
+        finding.source = lines[finding.line - 1].rstrip("\r\n")
+    return finding
 
 
 def _too_deep(path: str) -> Finding:

@@ -38,6 +38,7 @@ class Finding:
     lines: tuple[int, ...] = ()  # other lines where a `# noqa` also applies (e.g. the call's line)
     cell: int | None = None  # notebooks: 1-based cell number; ``line`` counts within the cell
     needs: tuple[str, ...] = ()  # codes whose edits this fix shares: its hint selects them too
+    source: str = field(default="", compare=False, repr=False)  # the reported line's text
 
     @property
     def message(self) -> str:

@@ -1,15 +1,21 @@
-"""Finding reports: text (ruff-like), json, sarif 2.1.0, GitHub Actions annotations."""
+"""Finding reports: text (ruff-like: ``concise``, one line each, is the default; ``full`` adds
+the source line with carets and the fix hint), json, sarif 2.1.0, GitHub Actions annotations."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from compat.catalog import BY_CODE
 
 from .model import Finding
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "full", "json", "sarif", "github")
+#: the formats for people: a summary line follows them ("text" is "concise")
+TEXT_FORMATS = ("text", "concise", "full")
+_HINT = " Migrate with: "
+_WORD = re.compile(r"[\w.]+")
 
 
 def _mark(f: Finding) -> str:
@@ -21,6 +27,39 @@ def text(findings: list[Finding]) -> str:
     lines = [f"{f.path}:{f.where}: {f.code}{_mark(f)} "
              f"{f.message.removeprefix(f.code + ' ')}" for f in findings]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def full(findings: list[Finding]) -> str:
+    """ruff's ``full`` text format: the concise line, then the numbered source line with a
+    ``|`` gutter and ``^`` under the flagged name, then the fix command as ``= help:``."""
+    blocks = []
+    for f in findings:
+        message, hint = _split_hint(f)
+        lines = [f"{f.path}:{f.where}: {f.code}{_mark(f)} {message}"]
+        if f.source:
+            number = str(f.line)
+            gutter = " " * len(number)
+            start = max(f.column - 1, 0)
+            word = _WORD.match(f.source, start)
+            width = len(word.group()) if word else 1
+            pad = "".join(c if c == "\t" else " " for c in f.source[:start])
+            lines += [f"{gutter} |", f"{number} | {f.source}",
+                      f"{gutter} | {pad}{'^' * width} {f.code}", f"{gutter} |"]
+        if hint:
+            lines.append(f"{' ' * len(str(f.line)) if f.source else ''} = help: {hint}")
+        blocks.append("\n".join(lines) + "\n\n")  # a blank line after each, as ruff
+    return "".join(blocks)
+
+
+def _split_hint(f: Finding) -> tuple[str, str]:
+    """The finding's message without its ``Migrate with:`` command, and that command."""
+    message = f.message.removeprefix(f.code + " ")
+    note = f" [{f.note}]" if f.note and message.endswith(f" [{f.note}]") else ""
+    body = message[:len(message) - len(note)]
+    at = body.find(_HINT)
+    if at < 0:
+        return message, ""
+    return body[:at] + note, body[at + 1:]
 
 
 def as_json(findings: list[Finding]) -> str:
@@ -72,7 +111,8 @@ def github(findings: list[Finding]) -> str:
 
 
 def render(fmt: str, findings: list[Finding]) -> str:
-    return {"text": text, "json": as_json, "sarif": sarif, "github": github}[fmt](findings)
+    return {"text": text, "concise": text, "full": full, "json": as_json, "sarif": sarif,
+            "github": github}[fmt](findings)
 
 
 def statistics(findings: list[Finding], fmt: str = "text") -> str:

@@ -1,10 +1,15 @@
 """``--add-noqa``: a ``# noqa`` where the noqa check looks for it, nothing else changed."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from migration.cli import main
 from migration.core import Options, check_text
 from migration.noqa import add_noqa
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(capsys, *argv):
@@ -92,3 +97,51 @@ def test_text_level_add_noqa_never_writes_into_a_string():
     assert n == 1 and [f.code for f in left] == ["ONX001"]
     assert new == src.replace("y)\n", "y)  # noqa: ONX201\n")
     assert [f.code for f in check_text(new, "a.py", Options())] == ["ONX001"]
+
+
+def test_full_output_shows_the_line_a_caret_and_the_fix_concise_is_the_default(tmp_path, capsys):
+    p = tmp_path / "a.py"
+    p.write_text('import torch\ndef f():\n\ttorch.onnx.export(m, x, "a.onnx", dynamo=False, '
+                 'example_outputs=y)\n')
+    rc, out, _ = run(capsys, "--output-format", "full", str(p))
+    head, *snippet, help_line, blank, summary = out.split("\n")[:8]
+    assert rc == 1 and head.startswith(f"{p}:3:66: ONX201 [*] `example_outputs=`")
+    assert "Migrate with" not in head
+    assert snippet == [
+        "  |",
+        '3 | \ttorch.onnx.export(m, x, "a.onnx", dynamo=False, example_outputs=y)',
+        "  | \t" + " " * 64 + "^ ONX201",
+        "  |",
+    ]
+    assert help_line.startswith("  = help: Migrate with: ") and help_line.endswith(
+        f"--fix --select ONX201 {p}")
+    assert blank == "" and summary.startswith("Found 1 finding(s)")
+    # a caret under the whole dotted name of a call
+    p.write_text('import torch\ntorch.onnx.export(m, x, "a.onnx")\n')
+    out = run(capsys, "--output-format", "full", str(p))[1]
+    assert "  | ^^^^^^^^^^^^^^^^^ ONX001\n" in out
+    # concise (and the default, text) stay one line per finding
+    concise = run(capsys, "--output-format", "concise", str(p))[1]
+    assert concise == run(capsys, str(p))[1]
+    assert concise.splitlines()[0].startswith(f"{p}:2:1: ONX001 [*] ")
+    assert "Migrate with: " in concise.splitlines()[0] and len(concise.splitlines()) == 2
+
+
+def _as_started(argv0: str, *args: str) -> subprocess.CompletedProcess:
+    """The rewriter's CLI in a fresh interpreter started as ``argv0`` (no torch imported)."""
+    code = (f"import sys; sys.argv[0] = {argv0!r}; from migration.cli import main; "
+            f"raise SystemExit(main({list(args)!r}))")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_version_and_errors_name_the_command_typed():
+    from compat import __version__
+
+    script = _as_started("/venv/bin/torch-onnx-migrate", "--version")
+    assert script.stdout == f"torch-onnx-migrate {__version__}\n"
+    module = _as_started(str(ROOT / "compat" / "migrate.py"), "--version")
+    assert module.stdout == f"python -m compat.migrate {__version__}\n"
+    bad = _as_started("/venv/bin/torch-onnx-migrate", "--select", "XYZ1", ".")
+    assert bad.returncode == 2 and bad.stderr.startswith("torch-onnx-migrate: error: ")
+    assert "python -m" not in bad.stderr

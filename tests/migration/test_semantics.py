@@ -245,10 +245,10 @@ def test_fix_alias_show_fixes_and_all_checks_passed(capsys, legacy_file) -> None
 
 
 def test_version_and_exit_codes_in_help(capsys) -> None:
-    from compat import __version__
+    from compat import __version__, commands
 
     rc, out, _ = cli(capsys, "--version")
-    assert rc == 0 and out.strip() == f"compat.migrate {__version__}"
+    assert rc == 0 and out == f"{commands.MIGRATE} {__version__}\n"
     rc, out, _ = cli(capsys, "--help")
     assert rc == 0 and "exit codes:" in out and "  2  usage error" in out
 
