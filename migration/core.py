@@ -16,7 +16,7 @@ from compat.catalog import prefilter_tokens
 from .analysis import Context, _splitlines, analyze
 from .ledger import LedgerIndex, shift_lines
 from .model import SYNTAX_ERROR, Finding
-from .noqa import suppressed as _noqa
+from .noqa import Directives
 from .rules import RULES
 from .splice import FixFailed, Layout, UnsafeRewrite, plan, rewrite_piece, splice
 
@@ -68,16 +68,17 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
         return [_too_deep(path)]
     ctx.facts["target_torch"] = opts.target_torch
     lines = ctx.lines
-    ctx.enabled = lambda code, line, *more: opts.wanted(code) and not _noqa(
-        Finding(code, line, 1, lines=more), lines)
-    ctx.suppressed = lambda code, line, *more: _noqa(Finding(code, line, 1, lines=more), lines)
+    noqa = Directives(text, lines)
+    ctx.enabled = lambda code, line, *more: opts.wanted(code) and not noqa.suppressed(
+        Finding(code, line, 1, lines=more))
+    ctx.suppressed = lambda code, line, *more: noqa.suppressed(Finding(code, line, 1, lines=more))
     try:
         found = analyze(ctx, RULES)
     except (RecursionError, MemoryError):
         return [_too_deep(path)]
     out, off = [], []
     for f in found:
-        (out if opts.wanted(f.code) and not _noqa(f, lines) else off).append(f)
+        (out if opts.wanted(f.code) and not noqa.suppressed(f) else off).append(f)
     # edits belong to the finding that makes them: a fix that needs a suppressed or unselected
     # finding's edits (e.g. ONX001's dynamo=, ONX206's keywords) is reported without a fix
     foreign = {e for f in off for e in f.edits if e.kind != "import"}

@@ -2,14 +2,15 @@
 suppress the findings left), so the two agree by construction.
 
 A finding is suppressed by a ``# noqa`` (bare, or naming its code) on its reported line or on one
-of its other lines (``Finding.lines``: the first line of the export call). ``--add-noqa`` puts the
-comment on the first of those lines that can end with a comment (not inside a multi-line string,
-not a backslash continuation: its end counts as the line's), merging the codes into a ``# noqa:``
-already there.
+of its other lines (``Finding.lines``: the first line of the export call); for a line that cannot
+end with a comment, on the end of its multi-line string or backslash continuation
+(:class:`Directives`). ``--add-noqa`` puts the comment on the first of those lines that can take
+it, merging the codes into a ``# noqa:`` already there.
 """
 
 from __future__ import annotations
 
+import bisect
 import io
 import re
 import tokenize
@@ -36,23 +37,46 @@ def suppresses(line: str, code: str) -> bool:
     return False
 
 
-def noqa_lines(finding: Finding, lines: list[str]) -> list[int]:
-    """The 1-based lines where a ``# noqa`` applies to ``finding``: its own lines, each followed
-    by the end of its backslash continuation (where a comment can go, as in ruff)."""
-    out: list[int] = []
-    for ln in (finding.line, *finding.lines):
-        while 0 < ln <= len(lines):
-            if ln not in out:
-                out.append(ln)
-            if not lines[ln - 1].rstrip(" \t").endswith("\\"):
-                break
-            ln += 1
-    return out
+class Directives:
+    """Where the ``# noqa`` comments of one module's text apply.
 
+    A line that cannot end with a comment (it ends inside a multi-line string, or with a
+    backslash continuation) takes its noqa from the next line that can: the end of that string
+    or continuation, as in ruff. The text is tokenized only when it has a noqa comment at all.
+    """
 
-def suppressed(finding: Finding, lines: list[str]) -> bool:
-    """Whether a ``# noqa`` on one of the finding's lines suppresses it."""
-    return any(suppresses(lines[ln - 1], finding.code) for ln in noqa_lines(finding, lines))
+    def __init__(self, text: str, lines: list[str]) -> None:
+        self.text, self.lines = text, lines
+        self.present = NOQA.search(text) is not None
+        self._comments: dict[int, int | None] | None = None
+        self._sorted: list[int] = []
+
+    @property
+    def comments(self) -> dict[int, int | None]:
+        """``commentable_lines`` of the text (computed once)."""
+        if self._comments is None:
+            self._comments = commentable_lines(self.text)
+            self._sorted = sorted(self._comments)
+        return self._comments
+
+    def lines_of(self, finding: Finding) -> list[int]:
+        """The 1-based lines where a ``# noqa`` applies to ``finding``: its own lines, each
+        followed by the next line that can take a comment when it cannot."""
+        out: list[int] = []
+        for ln in (finding.line, *finding.lines):
+            if not 0 < ln <= len(self.lines) or ln in out:
+                continue
+            out.append(ln)
+            if ln not in self.comments:
+                at = bisect.bisect_right(self._sorted, ln)
+                if at < len(self._sorted) and self._sorted[at] not in out:
+                    out.append(self._sorted[at])
+        return out
+
+    def suppressed(self, finding: Finding) -> bool:
+        """Whether a ``# noqa`` on one of the finding's lines suppresses it."""
+        return self.present and any(suppresses(self.lines[ln - 1], finding.code)
+                                    for ln in self.lines_of(finding))
 
 
 def commentable_lines(text: str) -> dict[int, int | None]:
@@ -76,14 +100,15 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int, list[Finding
     remain): (new text, directives added or extended, findings no line could take)."""
     pieces = _LINE_END.split(text)
     ends = _LINE_END.findall(text)
-    ok = commentable_lines(text)
+    where = Directives(text, pieces)
+    ok = where.comments
     wanted: dict[int, list[str]] = {}
     placed_nowhere = []
     for f in findings:
         if f.code == SYNTAX_ERROR:
             placed_nowhere.append(f)
             continue
-        line = next((ln for ln in noqa_lines(f, pieces) if ln in ok), None)
+        line = next((ln for ln in where.lines_of(f) if ln in ok), None)
         if line is None:
             placed_nowhere.append(f)
         elif f.code not in wanted.setdefault(line, []):
