@@ -85,7 +85,9 @@ def commentable_lines(text: str) -> dict[int, int | None]:
     comment (None: it has none)."""
     out: dict[int, int | None] = {}
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+        # the tokenize module ends lines only at \n: CR and CRLF become \n (same lines, columns)
+        plain = _LINE_END.sub("\n", text)
+        for tok in tokenize.generate_tokens(io.StringIO(plain).readline):
             if tok.type == tokenize.COMMENT:
                 out[tok.start[0]] = tok.start[1]
             elif tok.type in (tokenize.NEWLINE, tokenize.NL):

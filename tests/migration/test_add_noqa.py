@@ -148,3 +148,14 @@ def test_version_and_errors_name_the_command_typed():
     bad = _as_started("/venv/bin/torch-onnx-migrate", "--select", "XYZ1", ".")
     assert bad.returncode == 2 and bad.stderr.startswith("torch-onnx-migrate: error: ")
     assert "python -m" not in bad.stderr
+
+
+def test_cr_only_line_endings_and_a_form_feed_keep_their_lines(tmp_path, capsys):
+    src = 'import torch\rtorch.onnx.export(m, x, "m.onnx",\r    example_outputs=y)\r\x0c\r'
+    p = tmp_path / "a.py"
+    p.write_bytes(src.encode())
+    assert run(capsys, "--add-noqa", str(p))[0] == 0
+    assert p.read_bytes() == (
+        'import torch\rtorch.onnx.export(m, x, "m.onnx",  # noqa: ONX001\r'
+        '    example_outputs=y)  # noqa: ONX201\r\x0c\r').encode()
+    assert run(capsys, "--check", "-q", str(p)) == (0, "", "")
