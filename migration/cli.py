@@ -303,7 +303,7 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
         print(f"{commands.MIGRATE}: internal error in {r.path}: {r.error}", file=sys.stderr)
     quiet = args.quiet or fmt not in output.TEXT_FORMATS
     if args.add_noqa:
-        return _report_noqa(results, errors, args.quiet)
+        return _report_noqa(results, errors, args)
     if args.diff:
         sys.stdout.write("".join(_diff(r) for r in changed))
         n = sum(len(r.fixed) for r in changed)
@@ -338,19 +338,26 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
     return 2 if errors else status
 
 
-def _report_noqa(results: list[FileResult], errors: list[FileResult], quiet: bool) -> int:
+def _report_noqa(results: list[FileResult], errors: list[FileResult], args: argparse.Namespace
+                 ) -> int:
     """``--add-noqa``: ruff's summary (``Added N noqa directives.``, on stderr); 0, or 1 when a
     finding could not be suppressed (a syntax error, a notebook, a file not written)."""
-    left = [f for r in results for f in r.findings]
-    for f in left:
-        why = ("notebook cells are not edited" if f.path.endswith(".ipynb")
-               else "a syntax error cannot be suppressed" if f.code == "E999"
-               else f.note if f.code == "E902" else "no line of it can take a comment")
-        print(f"{f.path}:{f.where}: {f.code}: no noqa directive added ({why})", file=sys.stderr)
-    n = sum(r.noqa_added for r in results if r.new_bytes is not None and not r.error)
-    if n and not quiet:
+    left = 0
+    for r in results:
+        not_written = next((f.note for f in r.findings if f.code == "E902"), None)
+        for f in r.findings:
+            why = (not_written if not_written
+                   else "notebook cells are not edited" if f.path.endswith(".ipynb")
+                   else "a syntax error cannot be suppressed" if f.code == "E999"
+                   else "no line of it can take a comment")
+            if f.code != "E902":
+                left += 1
+                print(f"{f.path}:{f.where}: {f.code}: no noqa directive added ({why})",
+                      file=sys.stderr)
+    n = sum(r.noqa_added for r in results if r.new_bytes is not None)
+    if n and not args.quiet:
         print(f"Added {n} noqa directive{'' if n == 1 else 's'}.", file=sys.stderr)
-    return 2 if errors else 1 if left else 0
+    return 2 if errors else 0 if args.exit_zero or not left else 1
 
 
 def _show_fixes(results: list[FileResult], verb: str, stream: TextIO) -> None:

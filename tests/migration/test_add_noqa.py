@@ -159,3 +159,24 @@ def test_cr_only_line_endings_and_a_form_feed_keep_their_lines(tmp_path, capsys)
         'import torch\rtorch.onnx.export(m, x, "m.onnx",  # noqa: ONX001\r'
         '    example_outputs=y)  # noqa: ONX201\r\x0c\r').encode()
     assert run(capsys, "--check", "-q", str(p)) == (0, "", "")
+
+
+def test_add_noqa_reports_what_it_could_not_write(tmp_path, capsys):
+    p = tmp_path / "ro.py"
+    p.write_text('import torch\ntorch.onnx.export(m, x, "m.onnx", dynamo=False, example_outputs=y)\n')
+    p.chmod(0o444)
+    nb = tmp_path / "n.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                         "source": "import torch\ntorch.onnx.export(m, x, 'm.onnx')"}],
+                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    before = nb.read_bytes()
+    try:
+        rc, _, err = run(capsys, "--add-noqa", str(tmp_path))
+        assert rc == 1 and nb.read_bytes() == before
+        assert f"{nb}:cell 1:2:1: ONX001: no noqa directive added (notebook cells" in err
+        # a read-only file is never written (as --fix), even by root
+        assert "ONX201: no noqa directive added (not written: read-only file)" in err
+        assert "noqa" not in p.read_text() and "Added" not in err
+        assert run(capsys, "--add-noqa", "--exit-zero", str(tmp_path))[0] == 0
+    finally:
+        p.chmod(0o644)
