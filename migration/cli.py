@@ -105,9 +105,10 @@ def load_config(start: str) -> dict:
 
 
 EXIT_CODES = """exit codes:
-  0  nothing to migrate, or everything was fixed (always 0 with --exit-zero, unless 2)
+  0  nothing to migrate, or everything was fixed (or suppressed by --add-noqa);
+     always 0 with --exit-zero, unless 2
   1  findings remain (unfixable, unsafe without --unsafe-fixes, syntax errors),
-     or --diff would change files
+     or --diff would change files, or --add-noqa could not suppress some
   2  usage error (bad option, unknown rule code, missing path, bad config)
      or an internal error on some file
 """
@@ -134,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--write", "--fix", dest="write", action="store_true",
                       help="rewrite files in place (--fix is an alias)")
     mode.add_argument("--add-noqa", action="store_true",
-                      help="add a `# noqa: CODE` to each line with a finding (as ruff check "
-                           "--add-noqa); exit 0")
+                      help="add a `# noqa: CODE` to each line with a finding left (as ruff "
+                           "check --add-noqa)")
     p.add_argument("--select", action="append",
                    help="codes or prefixes, e.g. ONX1,ONX203; ALL for every rule")
     p.add_argument("--extend-select", action="append", metavar="CODES",
