@@ -40,8 +40,7 @@ def full(findings: list[Finding]) -> str:
             number = str(f.line)
             gutter = " " * len(number)
             start = max(f.column - 1, 0)
-            word = _WORD.match(f.source, start)
-            width = len(word.group()) if word else 1
+            width = _width(f.source, start)
             pad = "".join(c if c == "\t" else " " for c in f.source[:start])
             lines += [f"{gutter} |", f"{number} | {f.source}",
                       f"{gutter} | {pad}{'^' * width} {f.code}", f"{gutter} |"]
@@ -49,6 +48,39 @@ def full(findings: list[Finding]) -> str:
             lines.append(f"{' ' * len(str(f.line)) if f.source else ''} = help: {hint}")
         blocks.append("\n".join(lines) + "\n\n")  # a blank line after each, as ruff
     return "".join(blocks)
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def _width(line: str, start: int) -> int:
+    """How many ``^`` mark the flagged code at ``start``: a dotted name, a bracketed literal
+    or a string when it ends on this line, else one character."""
+    word = _WORD.match(line, start)
+    if word:
+        return len(word.group())
+    depth, quote, i = 0, "", start
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+                if depth == 0:
+                    return i - start + 1
+        elif c in "'\"":
+            quote = c
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+            if depth <= 0:
+                return i - start + 1 if depth == 0 else 1
+        elif depth == 0:
+            return 1
+        i += 1
+    return 1
 
 
 def _split_hint(f: Finding) -> tuple[str, str]:

@@ -123,11 +123,15 @@ def test_full_output_shows_the_line_a_caret_and_the_fix_concise_is_the_default(t
     p.write_text('import torch\ntorch.onnx.export(m, x, "a.onnx")\n')
     out = run(capsys, "--output-format", "full", str(p))[1]
     assert "  | ^^^^^^^^^^^^^^^^^ ONX001\n" in out
+    # and under the whole literal a finding points at, when it ends on the line
+    p.write_text('import torch\ntorch.onnx.export(m, x, "a.onnx", dynamic_axes={"x": {0: "b"}})\n')
+    out = run(capsys, "--output-format", "full", str(p))[1]
+    assert "  | " + " " * 47 + "^" * 15 + " ONX101\n" in out
     # concise (and the default, text) stay one line per finding
     concise = run(capsys, "--output-format", "concise", str(p))[1]
     assert concise == run(capsys, str(p))[1]
     assert concise.splitlines()[0].startswith(f"{p}:2:1: ONX001 [*] ")
-    assert "Migrate with: " in concise.splitlines()[0] and len(concise.splitlines()) == 2
+    assert "Migrate with: " in concise.splitlines()[0] and len(concise.splitlines()) == 3
 
 
 def _as_started(argv0: str, *args: str) -> subprocess.CompletedProcess:
