@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=commands.MIGRATE,
         description="Rewrite legacy torch.onnx export code to the current API (libcst, "
-                    f"formatting preserved). Rule codes: {commands.CATALOG}.",
+                    f"formatting preserved). Rule codes: {commands.CATALOG}; one rule: "
+                    f"{commands.RULE} CODE.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="*", help="files or folders ('-' reads stdin); default '.'")

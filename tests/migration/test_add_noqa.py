@@ -184,3 +184,10 @@ def test_add_noqa_reports_what_it_could_not_write(tmp_path, capsys):
         assert run(capsys, "--add-noqa", "--exit-zero", str(tmp_path))[0] == 0
     finally:
         p.chmod(0o644)
+
+
+def test_help_names_the_commands_as_typed():
+    script = _as_started("/venv/bin/torch-onnx-migrate", "--help")
+    assert script.stdout.startswith("usage: torch-onnx-migrate ")
+    assert "torch-onnx-compat catalog" in script.stdout
+    assert "torch-onnx-compat rule CODE" in script.stdout and "python -m" not in script.stdout
