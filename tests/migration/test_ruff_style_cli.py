@@ -1,4 +1,5 @@
-"""``--add-noqa``: a ``# noqa`` where the noqa check looks for it, nothing else changed."""
+"""ruff habits of the rewriter's CLI: ``--add-noqa`` (a ``# noqa`` where the noqa check looks for it,
+nothing else changed), ``--output-format full``, the command named as typed."""
 
 import json
 import subprocess
