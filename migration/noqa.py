@@ -75,8 +75,13 @@ class Directives:
 
     def suppressed(self, finding: Finding) -> bool:
         """Whether a ``# noqa`` on one of the finding's lines suppresses it."""
-        return self.present and any(suppresses(self.lines[ln - 1], finding.code)
-                                    for ln in self.lines_of(finding))
+        if not self.present:
+            return False
+        own = [ln for ln in (finding.line, *finding.lines) if 0 < ln <= len(self.lines)]
+        if any(suppresses(self.lines[ln - 1], finding.code) for ln in own):
+            return True  # without tokenizing the text
+        return any(suppresses(self.lines[ln - 1], finding.code)
+                   for ln in self.lines_of(finding) if ln not in own)
 
 
 def commentable_lines(text: str) -> dict[int, int | None]:
