@@ -9,7 +9,7 @@ from dynamo import torch_internals
 def test_private_internals_are_where_we_expect():
     assert torch_internals.check() == [], (
         "torch moved internals used by dynamo/torch_internals.py; update SYMBOLICS_INTERNALS "
-        "in compat/torch_caps.py"
+        "in compat/installed/torch_caps.py"
     )
     assert torch_caps.has_legacy_symbolic_registry()
     assert torch_caps.has_legacy_graph_context()
