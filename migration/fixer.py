@@ -393,5 +393,8 @@ def apply_edits(text: str, edits: Iterable[Edit], newline: str | None = None) ->
     body = text[:len(text) - len(end)]
     config = cst.PartialParserConfig(default_newline=newline) if newline else None
     module = cst.parse_module(body, config) if config else cst.parse_module(body)
+    if newline and module.default_newline != newline:
+        # libcst 1.x ignores the config's newline for a one-line piece (nothing to detect)
+        module = module.with_changes(default_newline=newline)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     return wrapper.visit(_Fixer(edits)).code + end

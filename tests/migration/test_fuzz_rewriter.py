@@ -5,6 +5,7 @@ every comment and leave every other line as it was."""
 
 import ast
 import io
+import re
 import tokenize
 import warnings
 from collections import Counter
@@ -80,3 +81,52 @@ def test_rewrite_keeps_everything_it_does_not_edit(module: str, where: int, call
     assert _in_order(untouched, out.splitlines()), "a line outside the export call changed"
     if fixed:
         assert "example_outputs" not in out
+
+
+# --- line endings (issue 20 item 3): every line the rewriter writes ends like the file's lines ---
+
+#: calls whose fixes insert lines: a route comment, a TODO comment, an import, a whole rewrite
+ENDING_CALLS = (
+    "torch.onnx.export(model, (x,), 'm.onnx', dynamic_axes={'x': {0: 'b'}})",
+    "torch.onnx.export(model, (x,), 'm.onnx', input_names=['x'], dynamic_axes={'x': {0: 'b'}})",
+    ("torch.onnx.export(model, (x,), 'm.onnx',\n"
+     "    operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK)  # aten"),
+    "torch.onnx.export(model, x, 'm.onnx', True, False, TrainingMode.EVAL, example_outputs=y)",
+    "torch.onnx.export(model, (x,), 'm.onnx', opset_version=11, custom_opsets={'a': 1})",
+    "torch.onnx.register_custom_op_symbolic('::relu', sym, 11)\ntorch.onnx.export(model, x, 'm.onnx')",
+    "torch.onnx.dynamo_export(model, x).save('m.onnx')",
+    "torch.onnx.export(model, (x,), 'm.onnx', training=TrainingMode.TRAINING)",
+)
+FILLER = ("x = 1", "# a comment", "", "def g():\n    return 2", "if a:\n    pass\nelse:\n    b = 3",
+          "class C:\n    '''doc\n    string'''", "y = (1,\n     2)")
+_ENDING = re.compile(r"\r\n|\r|\n")
+
+
+@settings(max_examples=150, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(parts=st.lists(st.sampled_from(FILLER), max_size=4), calls=st.lists(
+           st.sampled_from(ENDING_CALLS), min_size=1, max_size=3),
+       where=st.integers(0, 10_000), newline=st.sampled_from(("\r\n", "\r", "\n")),
+       indent=st.booleans(), final=st.booleans(), unsafe=st.booleans())
+def test_inserted_lines_end_like_the_files_lines(parts: list[str], calls: list[str], where: int,
+                                                 newline: str, indent: bool, final: bool,
+                                                 unsafe: bool) -> None:
+    """CRLF files get CRLF, CR-only files CR, LF files LF, in every line of the output, with safe
+    and unsafe fixes, at module level and inside a block, with and without a final newline."""
+    body = "\n".join(calls)
+    if indent:
+        body = "def export_it():\n" + "".join(f"    {ln}\n" if ln else "\n" for ln in body.split("\n"))
+        body = body.rstrip("\n")
+    cut = where % (len(parts) + 1)
+    lines = [*parts[:cut], body, *parts[cut:]]
+    src = (HEADER + "\n".join(lines) + ("\n" if final else "")).replace("\n", newline)
+    assume(_compiles(src))
+
+    out, fixed, _, _ = fix_text(src, "endings.py", Options(fix=True, unsafe_fixes=unsafe))
+
+    endings = set(_ENDING.findall(out))
+    assert endings <= {newline}, (sorted(endings), out)
+    assert out.endswith(newline) == src.endswith(newline), "the final line ending changed"
+    assert _compiles(out), out
+    if unsafe:
+        assert fixed and out != src, "no fix was applied"
