@@ -161,6 +161,8 @@ def _build(
     fallback = opts.pop("fallback", None)
 
     route = opts.pop("route", None)
+    if route is not None and not isinstance(route, str):
+        raise CompatTypeError(f"route must be a str ({', '.join(ROUTES)}), got {type(route).__name__} {route!r}")
     if route is not None and route not in ROUTES:
         raise CompatValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
     if route is None and fallback:
@@ -215,23 +217,35 @@ def _training_name(value: Any) -> str:
         return "EVAL"
     if isinstance(value, bool):  # torch 1.x: training=True/False
         return "TRAINING" if value else "EVAL"
-    name = getattr(value, "name", value)
-    if isinstance(name, str) and name.upper() in TRAINING_MODES:
+    kind = "torch.onnx.TrainingMode"
+    name = _enum_member_name("training", value, "TrainingMode", kind, TRAINING_MODES)
+    if name.upper() in TRAINING_MODES:
         return name.upper()
-    raise CompatValueError(
-        f"training must be a torch.onnx.TrainingMode ({', '.join(TRAINING_MODES)}), got {value!r}"
-    )
+    raise CompatValueError(f"training must be a {kind} ({', '.join(TRAINING_MODES)}), got {value!r}")
 
 
 def _op_type_name(value: Any) -> str:
     if value is None:
         return "ONNX"
-    name = getattr(value, "name", value)
-    if isinstance(name, str) and name.upper() in OPERATOR_EXPORT_TYPES:
+    kind = "torch.onnx.OperatorExportTypes"
+    name = _enum_member_name("operator_export_type", value, "OperatorExportTypes", kind,
+                             OPERATOR_EXPORT_TYPES)
+    if name.upper() in OPERATOR_EXPORT_TYPES:
         return name.upper()
     raise CompatValueError(
-        f"operator_export_type must be a torch.onnx.OperatorExportTypes "
-        f"({', '.join(OPERATOR_EXPORT_TYPES)}), got {value!r}"
+        f"operator_export_type must be a {kind} ({', '.join(OPERATOR_EXPORT_TYPES)}), got {value!r}"
+    )
+
+
+def _enum_member_name(arg: str, value: Any, enum_name: str, kind: str, names: tuple[str, ...]) -> str:
+    """The member name of a torch enum value (``torch.onnx.TrainingMode.EVAL`` -> ``"EVAL"``) or
+    the str given; anything else (an int, another enum) is the wrong type."""
+    if isinstance(value, str):
+        return value
+    if type(value).__name__ == enum_name and isinstance(getattr(value, "name", None), str):
+        return value.name
+    raise CompatTypeError(
+        f"{arg} must be a {kind} ({', '.join(names)}) or its name, got {type(value).__name__} {value!r}"
     )
 
 
@@ -303,8 +317,11 @@ def _dynamic_axes(
         if isinstance(axes, Mapping):
             items = list(axes.items())
             for ax, nm in items:
-                if not isinstance(nm, str) or not nm:
-                    raise CompatTypeError(f"dynamic_axes[{key!r}][{ax!r}] must be a non-empty str name")
+                if not isinstance(nm, str):
+                    raise CompatTypeError(f"dynamic_axes[{key!r}][{ax!r}] must be a non-empty str name, "
+                                          f"got {type(nm).__name__} {nm!r}")
+                if not nm:
+                    raise CompatValueError(f"dynamic_axes[{key!r}][{ax!r}]: the axis name must not be empty")
         elif isinstance(axes, (list, tuple)):
             items = [(ax, None) for ax in axes]
         else:
@@ -375,7 +392,9 @@ def _check_translation_table(value: Any) -> None:
                 f"custom_translation_table: key {op!r} is not a torch operator (e.g. torch.ops.aten.add.Tensor)"
             )
         fns = list(fn) if isinstance(fn, (list, tuple)) else [fn]
-        if not fns or not all(callable(x) for x in fns):
+        if not fns:
+            raise CompatValueError(f"custom_translation_table[{op!r}] is an empty list of ONNX functions")
+        if not all(callable(x) for x in fns):
             raise CompatTypeError(
                 f"custom_translation_table[{op!r}] must be an ONNX function or a non-empty list of "
                 f"them, got {fn!r}"

@@ -45,7 +45,7 @@ BAD_OPTIONS = [
      "custom_translation_table"),
     ("table-str-value", {"custom_translation_table": {torch.ops.aten.add.Tensor: "Add"}}, CompatTypeError,
      "custom_translation_table"),
-    ("table-empty-list", {"custom_translation_table": {torch.ops.aten.add.Tensor: []}}, CompatTypeError,
+    ("table-empty-list", {"custom_translation_table": {torch.ops.aten.add.Tensor: []}}, CompatValueError,
      "custom_translation_table"),
     ("custom-opsets-negative", {"custom_opsets": {_CUSTOM: -1}}, CompatValueError, "custom_opsets"),
     ("modules-as-functions-str", {"export_modules_as_functions": "yes"}, CompatTypeError,
