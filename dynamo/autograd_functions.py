@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,8 +195,11 @@ class Session:
         ns = f"compat_onnx_fn{next(_COUNTER)}"
         self.lib = torch.library.Library(ns, "FRAGMENT")
         self.lib.define("apply(Tensor[] tensors, int call) -> Tensor[]")
-        self.lib.impl("apply", self._forward, "CompositeExplicitAutograd")
-        torch.library.register_fake(f"{ns}::apply", self._forward, lib=self.lib)
+        # torch's dispatcher keeps the Python kernels it was given after the library is
+        # destroyed: they must not keep this session (and through it the model) alive
+        forward = _weak_forward(weakref.ref(self))
+        self.lib.impl("apply", forward, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{ns}::apply", forward, lib=self.lib)
         self.op = getattr(torch.ops, ns).apply.default
 
     def bypassed(self) -> list[type]:
@@ -219,6 +223,16 @@ class Session:
 
         # a plain function: the exporter stores its signature on the callable
         return {self.op: translate_function}
+
+
+def _weak_forward(session: weakref.ref[Session]) -> Callable[[list[Any], int], list[Any]]:
+    def forward(tensors: list[Any], call: int) -> list[Any]:
+        live = session()
+        if live is None:
+            raise RuntimeError("this op belongs to an export session that has ended")
+        return live._forward(tensors, call)
+
+    return forward
 
 
 # a Python ``classmethod`` up to torch 2.13, a C ``classmethod_descriptor`` (no ``__func__``)
