@@ -8,17 +8,20 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Literal
 
+from compat.errors import ExportFailed, OpsetNotReached
 from compat.installed.runtime_extra import require_runtime
 from compat.policy import config, notices
+from compat.records.call_history import CallHistory
 from compat.request import Outcome, normalize
 from compat.routing import dispatch
 
 RouteName = Literal["auto", "dynamo", "legacy"]
 
+#: a detached copy of the latest successful call's Outcome (no program, no model bytes)
 _last_outcome: Outcome | None = None
-#: (call site, Outcome or None, error or None) of every export call in this process;
-#: ``compat run`` summarises it
-history: list[tuple[str, Outcome | None, BaseException | None]] = []
+#: a text summary of this process's export calls, the latest ``call_history.LIMIT`` of them;
+#: ``compat run`` prints it. Nothing in it refers to a model, a program or a tensor.
+history = CallHistory()
 #: what every export call of this process also runs (``compat run --compare``: the parity check)
 _observers: list[dispatch.Observer] = []
 _observers_lock = threading.Lock()
@@ -57,11 +60,20 @@ def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **opti
             outcome, result = dispatch.run(req, site, ledger=config.env_ledger(),
                                            observers=tuple(_observers))
     except Exception as exc:
-        history.append((req.call_site, None, exc))
+        _drop_programs(exc)
+        history.add_failure(req.call_site, exc)
         raise
-    _last_outcome = outcome
-    history.append((req.call_site, outcome, None))
+    _last_outcome = history.add_success(req.call_site, outcome).outcome
     return result
+
+
+def _drop_programs(exc: BaseException) -> None:
+    """A failed call's error holds no program: an ``OpsetNotReached`` the dispatcher did not
+    deliver carries the route's whole model, which a caller keeping the error would keep too."""
+    failures = exc.failures.values() if isinstance(exc, ExportFailed) else (exc,)
+    for failure in failures:
+        if isinstance(failure, OpsetNotReached):
+            failure.program = failure.outcome = None
 
 
 _stdout_lock = threading.Lock()
@@ -114,5 +126,7 @@ def remove_observer(observer: dispatch.Observer) -> None:
 
 
 def last_outcome() -> Outcome | None:
-    """The Outcome of the latest successful export in this process (route, translations, ...)."""
+    """The Outcome of the latest successful export in this process (route, translations, ...),
+    without the model: its ``program`` and ``model_bytes`` are None (the ONNXProgram is what
+    ``export`` returned on the torch.export route)."""
     return _last_outcome

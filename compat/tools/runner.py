@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from compat import commands
-from compat.errors import CompatError, ExportFailed, LegacyExportWarning
+from compat.errors import CompatError, LegacyExportWarning
 from compat.policy import config
+from compat.records.call_history import one_line, route_cause  # noqa: F401 - moved there, named here too
 
 PROG = commands.RUN
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -133,16 +134,16 @@ def print_summary(stream: TextIO | None = None) -> None:
     stream = stream or sys.stderr
     if not history:
         return
-    failed = sum(1 for _, outcome, _ in history if outcome is None)
-    head = f"{len(history)} export call(s)" + (f", {failed} failed" if failed else "")
+    head = f"{history.total} export call(s)" + (f", {history.failed} failed" if history.failed else "")
     print(f"\ntorch-onnx-compat: {head}", file=stream)
-    for site, outcome, error in history:
+    if history.dropped:
+        print(f"  ({history.dropped} earlier call(s) not shown)", file=stream)
+    for call in history:
+        site, outcome = call.call_site, call.outcome
         if outcome is None:
-            first = one_line(str(error))
-            print(f"  {site}  FAILED {type(error).__name__}: {first}", file=stream)
-            if isinstance(error, ExportFailed):
-                for route, failure in error.failures.items():
-                    print(f"    {route}: {route_cause(failure)}", file=stream)
+            print(f"  {site}  FAILED {call.error}", file=stream)
+            for route, cause in call.route_causes:
+                print(f"    {route}: {cause}", file=stream)
             continue
         parts = [f"route={outcome.route}"]
         if outcome.fallback_reason:
@@ -153,23 +154,3 @@ def print_summary(stream: TextIO | None = None) -> None:
             parts.append("translated: " + "; ".join(f"{t.code} {t.option}: {t.action}" for t in outcome.translations))
         parts.append(f"-> {outcome.output}")
         print(f"  {site}  " + "  ".join(parts), file=stream)
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """The first non-empty line of ``text``, without terminal colour codes, at most ``limit``."""
-    lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]
-    first = lines[0] if lines else ""
-    return first if len(first) <= limit else first[: limit - 1] + "…"
-
-
-def route_cause(failure: BaseException) -> str:
-    """``reason: Cause: message`` of one route's failure, on one line. torch.export errors put
-    the root cause in an "Exception summary" (``<class 'x.DispatchError'>: ...``): that is used."""
-    reason = getattr(failure, "reason", "")
-    cause = getattr(failure, "cause", None)
-    if cause is None:
-        return one_line(str(failure))
-    text = _ANSI.sub("", str(cause))
-    summary = re.search(r"<class '(?:[\w.]*\.)?(\w+)'>: *(.+)", text)
-    detail = f"{summary.group(1)}: {summary.group(2)}" if summary else f"{type(cause).__name__}: {text}"
-    return one_line(f"{reason}: {detail}" if reason else detail)
