@@ -55,8 +55,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         path = os.path.join(tmp, "model.onnx")
 
         def export() -> None:
-            compat.export(model, x, path, route="dynamo", opset_version=18)
-            holder["program"] = compat.api.last_outcome().program
+            holder["program"] = compat.export(model, x, path, route="dynamo", opset_version=18)
 
         def check() -> None:
             validate.check(holder["program"])

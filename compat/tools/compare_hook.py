@@ -11,7 +11,9 @@ never recurse. The runner prints ``print_parity_table`` at exit.
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections import deque
 from typing import IO, Any
 
 from compat import api
@@ -21,8 +23,12 @@ from compat.request import ExportRequest, Outcome
 __all__ = ["ENV_COMPARE", "enabled", "install", "maybe_compare", "observe", "print_parity_table",
            "results", "uninstall"]
 
-#: (call site, model, parity summary) of every compared call in this process
-results: list[tuple[str, str, dict[str, Any]]] = []
+#: the rows ``print_parity_table`` prints: (call site, model class, parity summary) of the latest
+#: ``LIMIT`` compared calls (text and numbers only: no model, program or tensor)
+LIMIT = 1000
+results: deque[tuple[str, str, dict[str, Any]]] = deque(maxlen=LIMIT)
+_dropped = 0  # compared calls older than the rows kept
+_results_lock = threading.Lock()
 
 
 def enabled() -> bool:
@@ -64,8 +70,16 @@ def maybe_compare(req: ExportRequest, outcome: Outcome) -> dict[str, Any] | None
     summary["compare_s"] = round(spent, 4)
     summary["export_s"] = round(outcome.duration_s, 4)
     summary["compare_ratio"] = round(spent / outcome.duration_s, 2) if outcome.duration_s > 0 else None
-    results.append((req.call_site, model, summary))
+    _keep((req.call_site, model, summary))
     return summary
+
+
+def _keep(row: tuple[str, str, dict[str, Any]]) -> None:
+    global _dropped
+    with _results_lock:
+        if isinstance(results, deque) and results.maxlen is not None and len(results) == results.maxlen:
+            _dropped += 1
+        results.append(row)
 
 
 def worst_route_difference(summary: dict[str, Any]) -> float | None:
@@ -85,7 +99,9 @@ def print_parity_table(stream: IO[str] | None = None) -> None:
     stream = stream or sys.stderr
     if not results:
         return
-    print(f"\ntorch-onnx-compat: parity of {len(results)} export(s)", file=stream)
+    print(f"\ntorch-onnx-compat: parity of {len(results) + _dropped} export(s)", file=stream)
+    if _dropped:
+        print(f"  ({_dropped} earlier export(s) not shown)", file=stream)
     rows = [("call site", "model", "verdict", "legacy", "dynamo", "max |legacy-dynamo|", "cost",
              "first difference")]
     shortened = False
