@@ -23,6 +23,10 @@ class CompatPermissionError(CompatError, PermissionError):
     """The output file (or its folder) cannot be written by this user."""
 
 
+class CompatFileExistsError(CompatError, FileExistsError):
+    """The export's data file name (``<f>.data``) is taken by a file another model still uses."""
+
+
 class RuntimeExtraMissing(CompatError, ImportError):
     """The shim needs the ``runtime`` extra (torch, onnx, onnxscript), which is not installed."""
 

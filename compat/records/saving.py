@@ -6,20 +6,27 @@
 * A FIFO or a device (``os.devnull``): written in place, as torch does.
 * A folder that is not writable, with a writable ``f``: written in place (not atomically); the
   reason is recorded in ``Outcome.notes`` (and the ledger).
-* External data: the data file is given a name nothing refers to yet (``<f>.data``, or
-  ``<f>.<token>.data`` when that exists) and moved in first, then the model that refers to it;
-  the old model's data files are removed last. A kill at any point leaves the old model with its
-  data or the new model with its data, never a mix.
-* Leftovers of killed exports in the folder (staging folders, temp files, orphaned data files;
-  recognised by name, older than this process, their process gone) are removed by the next save
-  to that folder.
+* External data: the data file is always ``<f>.data`` (torch's name and ``location``), beside
+  the path the user passed (a symlinked ``f`` gets it beside the link, named after the link).
+  A model whose tensors all fit inline gets no data file. The pair is replaced in an order in
+  which a kill can only leave the previous complete pair or the new one (see :func:`_commit`):
+  new data under a hidden name, the model pointing at it, that data hard-linked to ``<f>.data``,
+  the model pointing at ``<f>.data``, the hidden name removed.
+* Deleted afterwards: only the data files the replaced model referred to and leftovers of this
+  shim's own killed saves; never a data file another model file (``*.onnx``) in the folder still
+  refers to (when the new data would have to replace such a file, the save is refused with
+  ``CompatFileExistsError`` before anything is written), never a file nothing of ours wrote.
+* Leftovers of killed exports in the folder (staging folders, temp files, hidden data files;
+  recognised by name, their process gone) are removed by the next save to that folder.
 
+Saves to one folder are serialised (``flock`` on the folder, where the file system has it).
 A failed save leaves any previous file at ``f`` untouched and no temp file behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -27,23 +34,68 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from compat import files
-from compat.errors import CompatValueError
+from compat.errors import CompatFileExistsError, CompatValueError
 from compat.request import ExportRequest, Outcome
 
 PROTOBUF_LIMIT = 2**31 - 1  # a single ModelProto cannot be larger than 2 GB
 STAGING_PREFIX = ".compat-export-"
 #: test hook: ``TORCH_ONNX_COMPAT_TEST_KILL_AT=<step>`` SIGKILLs the process at that step, so tests
-#: can check what a crash there leaves behind (steps: tmp-written, staged, data-placed,
-#: model-replaced, old-data-removed)
+#: can check what a crash there leaves behind (steps: tmp-written; with external data: staged,
+#: data-placed, model-replaced, data-renamed, model-final, old-data-removed)
 KILL_ENV = "TORCH_ONNX_COMPAT_TEST_KILL_AT"
 _STARTED = time.time()  # leftovers older than this process may be cleaned up
 _STAGING_DIR = re.compile(re.escape(STAGING_PREFIX) + r"(?:(\d+)-)?")
 _LOCATION_KEY = b"\n\x08location"  # how a tensor's external-data location starts on the wire
+#: hidden names a save gives the new data before it is ``<f>.data``: ``.<f>.data.compat-<pid>-<token>.next``
+#: (what the model points at between its two writes) and ``.link`` (the hard link being placed)
+_HIDDEN_DATA = r"\.{data}\.compat-(\d+)-[0-9a-f]+\.(?:next|link)"
+_OLD_VERSIONED = r"{name}\.[0-9a-f]{{12}}\.data"  # this shim's earlier data file names
+_ALIGN = 4096  # tensor offsets in a consolidated data file (page aligned, so it can be mapped)
+_FOLDER_LOCKS: dict[str, threading.Lock] = {}
+_FOLDER_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass
+class _Pair:
+    """Where one save writes: the model file ``target`` (``f`` with symlinks followed) and its
+    data file ``data`` in ``folder``, the folder of the path the user passed."""
+
+    target: str
+    folder: str
+    name: str  # the basename of the path the user passed
+    target_stat: os.stat_result | None
+    notes: list[str] = field(default_factory=list)
+    _sibling_refs: dict[str, str] | None = None
+
+    @property
+    def data(self) -> str:
+        return self.name + ".data"
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+    def siblings(self) -> dict[str, str]:
+        """Data file names other model files (``*.onnx``) in the folder refer to -> one of them."""
+        if self._sibling_refs is None:
+            refs: dict[str, str] = {}
+            with contextlib.suppress(OSError), os.scandir(self.folder) as entries:
+                for e in entries:
+                    if not e.name.lower().endswith(".onnx"):
+                        continue
+                    with contextlib.suppress(OSError):
+                        if not e.is_file() or os.path.realpath(e.path) == self.target:
+                            continue
+                        for loc in _external_locations(e.path):
+                            refs.setdefault(loc, e.name)
+            self._sibling_refs = refs
+        return self._sibling_refs
 
 
 def save(outcome: Outcome, req: ExportRequest) -> str | None:
@@ -65,31 +117,20 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
         kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) else "special"
         outcome.notes.append(f"f is not a regular file ({kind}): written in place")
         return shown
-    folder, name = os.path.split(target)
-    clean_stale(folder)
-    if outcome.staged is not None or _external(outcome, req):
-        if outcome.staged is not None:
-            staging, staged_name = os.path.split(outcome.staged)
-        else:
-            staging, staged_name = _stage(folder, name, outcome), name
-        outcome.staged = None
-        _commit(staging, staged_name, target, st)
-        return shown
-    data = _as_bytes(outcome)
-    old_refs = _external_locations(target) if st is not None else set()
+    # the data file goes beside the path the user passed (a link's folder), as torch puts it
+    pair = _Pair(target, os.path.realpath(os.path.dirname(shown)), os.path.basename(shown), st)
+    for folder in dict.fromkeys((pair.folder, os.path.dirname(target))):
+        clean_stale(folder)
     try:
-        files.atomic_write(target, data, before_replace=lambda: _step("tmp-written"))
-    except files.FolderNotWritable as exc:
-        if st is None or not os.access(target, os.W_OK):
-            raise exc.error from None
-        _write_in_place(target, data)
-        outcome.notes.append(
-            f"{target} written in place, not atomically: its folder is not writable ({exc.error.strerror})"
-        )
-        return shown
-    for loc in old_refs:  # the replaced model's data files
-        _remove_data_file(folder, loc, name)
-    _remove_orphans(folder, name, keep=set())
+        with _folder_lock(pair.folder):
+            if outcome.staged is not None or _external(outcome, req):
+                staged = outcome.staged if outcome.staged is not None else _stage(pair, outcome)
+                outcome.staged = None
+                _commit(staged, pair)
+            else:
+                _write_model(_as_bytes(outcome), pair)
+    finally:
+        outcome.notes.extend(pair.notes)
     return shown
 
 
@@ -109,7 +150,45 @@ def _check_output_names(outcome: Outcome, req: ExportRequest) -> None:
         )
 
 
+@contextlib.contextmanager
+def _folder_lock(folder: str) -> Iterator[None]:
+    """One save at a time into ``folder``: threads of this process, and other processes through
+    ``flock`` on the folder itself (no lock file is left; skipped where unsupported)."""
+    with _FOLDER_LOCKS_GUARD:
+        lock = _FOLDER_LOCKS.setdefault(folder, threading.Lock())
+    with lock:
+        fd = None
+        try:
+            import fcntl
+
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            pass
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # releases the flock
+
+
 # --- one self-contained file --------------------------------------------------------------------
+
+def _write_model(data: bytes, pair: _Pair) -> None:
+    """Replace the model file with a self-contained model; then remove the data files the
+    replaced model used (that no other model uses)."""
+    old_refs = _external_locations(pair.target) if pair.target_stat is not None else set()
+    try:
+        files.atomic_write(pair.target, data, before_replace=lambda: _step("tmp-written"))
+    except files.FolderNotWritable as exc:
+        if pair.target_stat is None or not os.access(pair.target, os.W_OK):
+            raise exc.error from None
+        _write_in_place(pair.target, data)
+        pair.notes.append(f"{pair.target} written in place, not atomically: its folder is not "
+                          f"writable ({exc.error.strerror})")
+        return
+    _remove_replaced(pair, old_refs, keep=set())
+
 
 def _write_in_place(target: str, data: bytes) -> None:
     """Write into the existing file (a FIFO, a device, a file in a read-only folder)."""
@@ -129,11 +208,11 @@ def staging_dir(folder: str) -> str:
     return tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder)
 
 
-def _stage(folder: str, name: str, outcome: Outcome) -> str:
-    """Write the model and its data file into a staging folder under their final names."""
-    tmp = staging_dir(folder)
+def _stage(pair: _Pair, outcome: Outcome) -> str:
+    """Write the model and its data file into a staging folder in the data file's folder."""
+    tmp = staging_dir(pair.folder)
     try:
-        staged = os.path.join(tmp, name)
+        staged = os.path.join(tmp, pair.name)
         if outcome.program is not None:
             # export_params / keep_initializers_as_inputs are already applied to the program
             outcome.program.save(staged, external_data=True)
@@ -142,81 +221,165 @@ def _stage(folder: str, name: str, outcome: Outcome) -> str:
 
             onnx.save_model(
                 onnx.load_from_string(outcome.model_bytes), staged, save_as_external_data=True,
-                all_tensors_to_one_file=True, location=name + ".data", size_threshold=0,
+                all_tensors_to_one_file=True, location=pair.data, size_threshold=0,
             )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return tmp
+    return staged
 
 
-def _commit(staging: str, staged_name: str, target: str, st: os.stat_result | None) -> None:
-    """Move a staged model (``staging/staged_name``) and its data files into place: data under
-    names nothing refers to, then the model, then the old model's data files are removed."""
-    folder, name = os.path.split(target)
+def _commit(staged: str, pair: _Pair) -> None:
+    """Move a staged model and its data into place as ``f`` and ``<f>.data``.
+
+    The order keeps a complete pair at ``f`` at every moment: (1) the new data goes in under a
+    hidden name nothing refers to; (2) the model, pointing at that name, replaces ``f``: the new
+    pair is complete; (3) the data is hard-linked (or copied) over ``<f>.data``, which only the
+    replaced model used; (4) the model, now pointing at ``<f>.data``, replaces ``f``; (5) the
+    hidden name goes. A kill before (2) leaves the previous pair, after it the new one.
+    """
+    import onnx
+
+    staging = os.path.dirname(staged)
+    hidden = f".{pair.data}.compat-{os.getpid()}-{secrets.token_hex(6)}"
     placed: list[str] = []
     committed = False
     try:
         _step("staged")
-        old_refs = _external_locations(target) if st is not None else set()
-        data_files = sorted(n for n in os.listdir(staging) if n != staged_name)
-        token = secrets.token_hex(6)
-        renames: dict[str, str] = {}
-        for n in data_files:
-            src = os.path.join(staging, n)
-            files.keep_owner_and_mode_of_path(src, st)
-            versioned = f"{name}.{token}.data" if len(data_files) == 1 else f"{n}.{token}"
-            dest = _place(src, folder, n, versioned)
-            placed.append(dest)
-            if dest != n:
-                renames[n] = dest
+        proto = onnx.load(staged, load_external_data=False)
+        external = [t for t in _tensors(proto) if _is_external(t)]
+        if not external:  # every tensor inline (small weights): no data file at all
+            with open(staged, "rb") as fh:
+                data = fh.read()
+            shutil.rmtree(staging, ignore_errors=True)
+            _write_model(data, pair)
+            return
+        if os.path.lexists(pair.path(pair.data)) and pair.data in pair.siblings():
+            raise CompatFileExistsError(
+                f"f: {pair.path(pair.data)} is still used by {pair.siblings()[pair.data]} in the "
+                f"same folder, and this export's data file must take that name; nothing was "
+                f"written. Export to another file name, or re-export or remove "
+                f"{pair.siblings()[pair.data]} first"
+            )
+        old_refs = _external_locations(pair.target) if pair.target_stat is not None else set()
+        nxt = pair.path(hidden + ".next")
+        placed.append(nxt)
+        _place_data(proto, external, staging, nxt)
+        files.keep_owner_and_mode_of_path(nxt, pair.target_stat)
+        _fsync(nxt)
+        files.fsync_folder(pair.folder)
         _step("data-placed")
-        model = os.path.join(staging, staged_name)
-        if renames:
-            _relocate(model, renames)
-        files.keep_owner_and_mode_of_path(model, st)
-        os.replace(model, target)
+        _set_location(external, os.path.basename(nxt))
+        files.atomic_write(pair.target, proto.SerializeToString())
         committed = True
-        files.fsync_folder(folder)
         _step("model-replaced")
+        link = pair.path(hidden + ".link")
+        placed.append(link)
+        _link_or_copy(nxt, link)
+        os.replace(link, pair.path(pair.data))
+        files.fsync_folder(pair.folder)
+        _step("data-renamed")
+        _set_location(external, pair.data)
+        files.atomic_write(pair.target, proto.SerializeToString())
+        _step("model-final")
+        os.unlink(nxt)
     except BaseException:
-        if not committed:  # nothing refers to the new data files yet
-            for n in placed:
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(folder, n))
+        for path in placed if not committed else placed[1:]:  # after (2) the model uses nxt
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    for loc in old_refs - set(placed):
-        _remove_data_file(folder, loc, name)
-    _remove_orphans(folder, name, keep=set(placed))
+    _remove_replaced(pair, old_refs, keep={pair.data})
     _step("old-data-removed")
 
 
-def _place(src: str, folder: str, preferred: str, versioned: str) -> str:
-    """Move ``src`` into ``folder`` under a name no file has: ``preferred`` when free (a hard
-    link fails rather than clobber), else the unique ``versioned`` one. Returns the name used."""
-    dest = os.path.join(folder, preferred)
+def _is_external(tensor: Any) -> bool:
+    return tensor.data_location == 1 and any(e.key == "location" for e in tensor.external_data)
+
+
+def _entries(tensor: Any) -> dict[str, str]:
+    return {e.key: e.value for e in tensor.external_data}
+
+
+def _set_entry(tensor: Any, key: str, value: str) -> None:
+    for e in tensor.external_data:
+        if e.key == key:
+            e.value = value
+            return
+    entry = tensor.external_data.add()
+    entry.key, entry.value = key, value
+
+
+def _set_location(tensors: list[Any], location: str) -> None:
+    for t in tensors:
+        _set_entry(t, "location", location)
+
+
+def _place_data(proto: Any, external: list[Any], staging: str, dest: str) -> None:
+    """Put the staged tensors' data at ``dest``: the one staged data file moved there, or the
+    several files the TorchScript exporter writes for a large model copied into one."""
+    sources = {_entries(t)["location"] for t in external}
+    if len(sources) == 1:
+        _move(_inside(staging, sources.pop()), dest)
+        return
+    offset = 0
+    with open(dest, "wb") as out:
+        for t in external:
+            info = _entries(t)
+            src = _inside(staging, info["location"])
+            start = int(info.get("offset", 0))
+            length = int(info["length"]) if "length" in info else os.path.getsize(src) - start
+            pad = -offset % _ALIGN
+            out.write(b"\0" * pad)
+            offset += pad
+            with open(src, "rb") as fh:
+                fh.seek(start)
+                left = length
+                while left:
+                    block = fh.read(min(left, 1 << 24))
+                    if not block:
+                        raise OSError(f"{src}: shorter than its tensor {t.name!r} says")
+                    out.write(block)
+                    left -= len(block)
+            _set_entry(t, "offset", str(offset))
+            _set_entry(t, "length", str(length))
+            offset += length
+
+
+def _inside(staging: str, location: str) -> str:
+    path = os.path.normpath(os.path.join(staging, location))
+    if os.path.dirname(path) != os.path.normpath(staging):
+        raise OSError(f"staged external data {location!r} is not a file of the staging folder")
+    return path
+
+
+def _move(src: str, dest: str) -> None:
+    """``os.replace``, or a copy where ``dest`` is on another file system (a symlinked ``f``)."""
+    try:
+        os.replace(src, dest)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.copyfile(src, dest)
+
+
+def _link_or_copy(src: str, dest: str) -> None:
+    """``dest`` as a second name of ``src`` (a copy where hard links are not supported)."""
     try:
         os.link(src, dest)
-    except OSError:  # taken, or no hard links on this file system
-        os.replace(src, os.path.join(folder, versioned))
-        return versioned
-    os.unlink(src)
-    return preferred
+    except OSError:
+        shutil.copyfile(src, dest)
+        shutil.copymode(src, dest)
+        _fsync(dest)
 
 
-def _relocate(model_path: str, renames: dict[str, str]) -> None:
-    """Point the staged model's external tensors at their data files' new names."""
-    import onnx
-
-    proto = onnx.load(model_path, load_external_data=False)
-    for tensor in _tensors(proto):
-        for entry in tensor.external_data:
-            if entry.key == "location" and entry.value in renames:
-                entry.value = renames[entry.value]
-    with open(model_path, "wb") as fh:
-        fh.write(proto.SerializeToString())
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _external_locations(path: str) -> set[str]:
@@ -265,25 +428,45 @@ def _tensors(proto: Any) -> Iterator[Any]:
                 graphs.extend(attr.graphs)
 
 
-def _remove_data_file(folder: str, loc: str, name: str) -> None:
-    """Remove a data file the replaced model referred to (plain names in the folder only)."""
-    if os.path.basename(loc) != loc or loc in ("", ".", "..", name):
+def _remove_replaced(pair: _Pair, old_refs: set[str], keep: set[str]) -> None:
+    """After the model file was replaced: remove the data files the replaced model referred to
+    and this shim's leftovers for this name, except what the new model uses (``keep``) and what
+    another model file in the folder still refers to (that one is kept, with a note)."""
+    candidates = (old_refs | _leftovers(pair)) - keep
+    candidates = {c for c in candidates if os.path.basename(c) == c and c not in ("", ".", "..", pair.name)}
+    candidates = {c for c in candidates if os.path.lexists(pair.path(c))}
+    if not candidates:
         return
-    with contextlib.suppress(OSError):
-        os.unlink(os.path.join(folder, loc))
+    used = pair.siblings()
+    for loc in sorted(candidates):
+        if loc in used:
+            if loc in old_refs:
+                pair.notes.append(f"kept {loc}, which the replaced model used: {used[loc]} still uses it")
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(pair.path(loc))
 
 
-def _remove_orphans(folder: str, name: str, keep: set[str]) -> None:
-    """Data files named after ``name`` that no model refers to (a save killed after placing its
-    data): ``<name>.data`` and ``<name>.<token>.data`` older than this process."""
-    pattern = re.compile(re.escape(name) + r"(?:\.[0-9a-f]{12})?\.data")
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+def _leftovers(pair: _Pair) -> set[str]:
+    """This shim's data files for ``pair.name`` that a killed save left: hidden ones of a process
+    that is gone (or of this one: saves to the folder are serialised), and the versioned names
+    earlier releases used, older than this process."""
+    hidden = re.compile(_HIDDEN_DATA.format(data=re.escape(pair.data)))
+    versioned = re.compile(_OLD_VERSIONED.format(name=re.escape(pair.name)))
+    found: set[str] = set()
+    with contextlib.suppress(OSError), os.scandir(pair.folder) as entries:
         for e in entries:
-            if e.name in keep or not pattern.fullmatch(e.name):
+            m = hidden.fullmatch(e.name)
+            if m is None and not versioned.fullmatch(e.name):
                 continue
             with contextlib.suppress(OSError):
-                if e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_mtime < _STARTED:
-                    os.unlink(e.path)
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                ours = m is not None and int(m.group(1)) == os.getpid()
+                pid = m.group(1) if m is not None else None
+                if ours or (e.stat(follow_symlinks=False).st_mtime < _STARTED and not _alive(pid)):
+                    found.add(e.name)
+    return found
 
 
 # --- leftovers of killed exports ----------------------------------------------------------------
