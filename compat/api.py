@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import threading
-from collections.abc import Iterator
 from typing import Any, Literal
 
 from compat.errors import ExportFailed, OpsetNotReached
@@ -56,9 +53,9 @@ def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **opti
     site = notices.find_call_site()
     req = normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
     try:
-        with _torch_prints_to_stderr(req.verbose):
-            outcome, result = dispatch.run(req, site, ledger=config.env_ledger(),
-                                           observers=tuple(_observers))
+        # what torch prints meanwhile is held per route attempt (compat.routing.capture), for
+        # this thread only: sys.stdout stays the script's, other threads' prints are theirs
+        outcome, result = dispatch.run(req, site, ledger=config.env_ledger(), observers=tuple(_observers))
     except Exception as exc:
         _drop_programs(exc)
         history.add_failure(req.call_site, exc)
@@ -74,41 +71,6 @@ def _drop_programs(exc: BaseException) -> None:
     for failure in failures:
         if isinstance(failure, OpsetNotReached):
             failure.program = failure.outcome = None
-
-
-_stdout_lock = threading.Lock()
-_redirects = 0
-_saved_stdout: Any = None
-
-
-@contextlib.contextmanager
-def _torch_prints_to_stderr(verbose: Any) -> Iterator[None]:
-    """The exporters print on stdout: Python prints, and the TorchScript exporter's C++ log,
-    which torch >= 2.7 leaves on, dumps the whole graph when a route fails. Unless the call asked
-    for ``verbose``, both go to stderr, so stdout stays the script's. Counted, so that exports
-    in several threads restore the real stdout once, after the last one."""
-    global _redirects, _saved_stdout
-    if verbose:
-        yield
-        return
-    from compat.installed import torch_caps
-
-    set_log_stream = torch_caps.onnx_log_stream_setter()
-    with _stdout_lock:
-        if _redirects == 0:
-            _saved_stdout, sys.stdout = sys.stdout, sys.stderr
-            if set_log_stream is not None:
-                set_log_stream("stderr")
-        _redirects += 1
-    try:
-        yield
-    finally:
-        with _stdout_lock:
-            _redirects -= 1
-            if _redirects == 0:
-                sys.stdout, _saved_stdout = _saved_stdout, None
-                if set_log_stream is not None:
-                    set_log_stream("stdout")  # torch's default
 
 
 def add_observer(observer: dispatch.Observer) -> None:

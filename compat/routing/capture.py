@@ -1,11 +1,16 @@
 """What an export route prints, kept off the user's terminal unless the route succeeds.
 
 ``Capture`` holds what torch prints while a route runs (progress lines, logging, graph dumps;
-Python objects and file descriptors 1/2). A success replays it unchanged; a failure keeps it,
-with the exception's traceback, for the log file the ledger names (``RouteFailed.log``).
-compat's own warnings are held and shown after the route, whatever its fate. File descriptors
-are process-wide: exports run one at a time (``dispatch._LOCK``), and another thread's output
-during an export is captured with it.
+Python writes to ``sys.stdout``/``sys.stderr`` and file descriptors 1/2). A success replays it
+on stderr (stdout stays the script's); a failure keeps it, with the exception's traceback, for
+the log file the ledger names (``RouteFailed.log``). compat's own warnings are held and shown
+after the route, whatever its fate.
+
+Only the exporting thread is captured at the Python level: while a capture is on,
+``sys.stdout``/``sys.stderr`` route each write by thread, so another thread's prints still go
+where they went (through a copy of the real descriptor when its stream writes to fd 1/2).
+File descriptors are process-wide: what another thread writes to fd 1/2 *directly* (C code, a
+stream object it took before the export) is captured with the export's own output.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import io
 import os
 import sys
 import tempfile
+import threading
 import traceback
 from types import TracebackType
-from typing import Any, final
+from typing import Any, TextIO, final
 
 from compat.errors import LegacyExportWarning
 from compat.policy.warning_tap import WarningTap
@@ -25,8 +31,9 @@ from compat.policy.warning_tap import WarningTap
 
 @final
 class Capture:
-    """While active, stdout/stderr (Python objects and fds 1/2) go to temporary files; compat's
-    own warnings are held and shown after (they are for the user whatever the attempt's fate)."""
+    """While active, fds 1/2 go to temporary files and the entering thread's writes to
+    ``sys.stdout``/``sys.stderr`` to buffers (other threads' are not captured); compat's own
+    warnings are held and shown after (they are for the user whatever the attempt's fate)."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -50,26 +57,26 @@ class Capture:
                 os.close(fd)
             saved = []
         py_out, py_err = io.StringIO(), io.StringIO()
-        redirects = contextlib.ExitStack()
-        redirects.enter_context(contextlib.redirect_stdout(py_out))
-        redirects.enter_context(contextlib.redirect_stderr(py_err))
+        routers = [_ThreadRouter.install("stdout", py_out, saved[0] if saved else None),
+                   _ThreadRouter.install("stderr", py_err, saved[1] if saved else None)]
         self._tap = WarningTap(LegacyExportWarning, hold=True).__enter__()
-        self._state = [out_f, err_f, saved, py_out, py_err, redirects]
+        self._state = [out_f, err_f, saved, py_out, py_err, routers]
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if not self._state:
             return
-        out_f, err_f, saved, py_out, py_err, redirects = self._state
+        out_f, err_f, saved, py_out, py_err, routers = self._state
         self._state = []
-        redirects.close()
         _flush()
         if saved:
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
+        for router in reversed(routers):  # other threads write through the copies until here
+            router.uninstall()
+        for fd in saved:
+            os.close(fd)
         self.stdout = _read(out_f) + py_out.getvalue()
         self.stderr = _read(err_f) + py_err.getvalue()
         if self._tap is not None:  # compat's warnings, now on the real streams
@@ -77,11 +84,11 @@ class Capture:
             self._tap = None
 
     def replay(self) -> None:
-        """Show what was captured, as it would have shown (a successful attempt)."""
-        if self.stdout:
-            sys.stdout.write(self.stdout)
-        if self.stderr:
-            sys.stderr.write(self.stderr)
+        """Show what was captured (a successful attempt), on stderr: torch's prints never mix
+        into the script's own stdout (``verbose=True`` turns capturing off altogether)."""
+        for text in (self.stdout, self.stderr):
+            if text:
+                sys.stderr.write(text)
 
     def log(self, exc: BaseException) -> str:
         """The log of a failed attempt: its output, then the full exception."""
@@ -92,6 +99,85 @@ class Capture:
             parts.append("== stderr ==\n" + self.stderr)
         parts.append("== exception ==\n" + "".join(traceback.format_exception(exc)))
         return "\n".join(parts)
+
+
+class _ThreadRouter(io.TextIOBase):
+    """``sys.stdout`` or ``sys.stderr`` during a capture: the capturing thread's writes go to
+    ``captured``, every other thread's to the stream that was there before; when that stream
+    writes to the redirected descriptor, to a copy of the real one (``real_fd``) instead."""
+
+    def __init__(self, name: str, captured: io.StringIO, previous: TextIO, real_fd: int | None) -> None:
+        super().__init__()
+        self._name = name
+        self._thread: int | None = threading.get_ident()
+        self._captured = captured
+        self._previous = previous
+        self._others: TextIO = previous
+        if real_fd is not None and _fileno(previous) == (1 if name == "stdout" else 2):
+            self._others = io.TextIOWrapper(
+                io.FileIO(real_fd, "w", closefd=False),
+                encoding=getattr(previous, "encoding", None) or "utf-8",
+                errors=getattr(previous, "errors", None) or "strict", write_through=True,
+            )
+
+    @classmethod
+    def install(cls, name: str, captured: io.StringIO, real_fd: int | None) -> _ThreadRouter:
+        router = cls(name, captured, getattr(sys, name), real_fd)
+        setattr(sys, name, router)
+        return router
+
+    def uninstall(self) -> None:
+        """Put the previous stream back, unless someone replaced this router meanwhile: then it
+        stays where they keep it, and passes every write to the previous stream from now on."""
+        if getattr(sys, self._name) is self:
+            setattr(sys, self._name, self._previous)
+        others, self._others, self._thread = self._others, self._previous, None
+        if others is not self._previous:  # its descriptor is Capture's to close
+            with contextlib.suppress(Exception):
+                others.flush()
+
+    def _target(self) -> Any:
+        return self._captured if threading.get_ident() == self._thread else self._others
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def writelines(self, lines: Any) -> None:
+        self._target().writelines(lines)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def fileno(self) -> int:
+        target = self._target()
+        if target is self._captured:
+            raise io.UnsupportedOperation("fileno")
+        return target.fileno()
+
+    def isatty(self) -> bool:
+        target = self._target()
+        return target is not self._captured and bool(target.isatty())
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._previous, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self._previous, "errors", None)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target(), name)
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def _flush() -> None:
