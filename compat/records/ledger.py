@@ -2,7 +2,8 @@
 
 Each record is written with a single ``os.write`` of the whole line on a file opened with
 O_APPEND, under an advisory lock where the platform has one, so concurrent processes never
-interleave lines. A short write (disk full) is cut back off the file, and a line torn by an
+interleave lines; nor do threads of one process (each append opens its own descriptor, and
+``flock`` locks per open file, so threads queue on it like processes do). A short write (disk full) is cut back off the file, and a line torn by an
 earlier crash is ended before the next record, so a record is never glued onto another. A
 ledger that cannot be written warns (``LedgerWarning``): it never masks the export's own
 result or error.
