@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(VPY) examples/demo.py
 
 test: $(STAMP)
-	$(VPY) -m pytest -n 2 -q tests
+	$(VPY) -m pytest -n 2 --dist worksteal -q tests
 
 bench: $(STAMP)
 	$(VPY) benchmarks/run_all.py
