@@ -16,7 +16,7 @@ def usage() -> str:
     """The top-level usage text, with the command name the user typed."""
     return f"""usage: {commands.PREFIX} [--version] {{{','.join(COMMANDS)}}} ...
 
-  run [--route R] [--strict] [--ledger P] [--compare] script.py ARGS...
+  run [--route R] [--strict] [--ledger P] [--compare] [--explain] [-v] (script.py | -m module) ARGS...
                       run a script unchanged with torch.onnx patched
   report LEDGER... [--format markdown|json|html] [--output PATH]
                       merge export ledgers into a migration report
@@ -47,8 +47,8 @@ def _asks_version(cmd: str, rest: list[str]) -> bool:
             skip = False
         elif token == "--version":
             return True
-        elif token == "--" or not token.startswith("-"):
-            return False
+        elif token == "--" or not token.startswith("-") or (token.startswith("-m") and not token.startswith("--")):
+            return False  # the script's or the module's own arguments follow
         elif token in _RUN_VALUE_OPTIONS:
             skip = True
     return False

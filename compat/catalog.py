@@ -62,6 +62,14 @@ class Entry:
             f"{select or self.fix_select()} {where}"
         )
 
+    def short_message(self, subject: str = "", detail: str = "") -> str:
+        """The one-line warning: code, what was used (``subject``; default the entry's option or
+        API) and the short fix, then ``detail`` in brackets; ``message`` is the long text."""
+        subject = subject or (f"{self.name}=" if self.summary.startswith(f"`{self.name}=`")
+                              else self.name)
+        text = f"{self.code} {subject}: {SHORT_FIXES[self.code]}"
+        return f"{text} [{detail}]" if detail else text
+
     def fix_select(self) -> str:
         """``--select`` codes under which this entry's fix applies: its own code, plus the codes
         whose edits the fix includes (ONX1/ONX2 fixes write ONX001's ``dynamo=`` and use
@@ -447,6 +455,36 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                ('# compat.migrate: dynamo=False because opset_version=9 is below 18, the lowest '
                'opset the torch.export exporter builds\n'
                'torch.onnx.export(model, (x,), "model.onnx", opset_version=9, dynamo=False)')),
+}
+
+#: the short fix of each entry: what to do, in a few words (the one-line warning; ``message``
+#: and ``rule_page`` say why and how to migrate)
+SHORT_FIXES: dict[str, str] = {
+    "ONX001": "pass dynamo=True (or dynamo=False where the model needs the TorchScript exporter)",
+    "ONX101": "use dynamic_shapes= keyed by forward() parameter names",
+    "ONX102": "drop it; call model.eval() or model.train() before the export",
+    "ONX103": "drop it; custom_translation_table= for ops without an ONNX translation",
+    "ONX104": "drop it; the torch.export exporter always folds (optimize=False keeps initializers)",
+    "ONX105": "use custom_translation_table= with onnxscript functions, or keep dynamo=False",
+    "ONX106": "no torch.export equivalent; keep it with dynamo=False",
+    "ONX107": "drop it; torch.export always traces through autograd.Functions",
+    "ONX201": "drop it (removed in torch 1.10)",
+    "ONX202": "use external_data=True with dynamo=True (removed in torch 2.0)",
+    "ONX203": "drop it; call onnx.checker.check_model(path) after the export (removed in torch 1.11)",
+    "ONX204": "drop it (removed in torch 1.13)",
+    "ONX205": "drop it; parameter names are always kept (removed in torch 1.13)",
+    "ONX206": "pass the options after f as keywords",
+    "ONX207": "drop it; pass dynamo= explicitly (removed in torch 2.11)",
+    "ONX208": "drop it, or use operator_export_type= with dynamo=False (removed in torch 1.x)",
+    "ONX301": "use compat.register_custom_op_symbolic or custom_translation_table=",
+    "ONX302": "use torch.onnx.ops.symbolic(...) inside forward, or export with compat.export",
+    "ONX303": "use public torch.onnx APIs",
+    "ONX401": "use torch.onnx.export(..., dynamo=True) (removed in torch 2.9)",
+    "ONX402": "use torch.onnx.export(..., dynamo=True, dynamic_shapes=...) (removed in torch 2.9)",
+    "ONX403": "use torch.onnx.export",
+    "ONX404": "call model.eval() or model.train() around the export",
+    "ONX501": "delete the branch for old torch; keep the live one",
+    "ONX002": "use opset_version=18 or higher, or a runtime that reads the opset written",
 }
 
 #: the command the examples' fixed forms come from

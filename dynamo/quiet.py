@@ -2,7 +2,9 @@
 
 ``describe_block`` digs the model source line that blocked capture out of torch's exception
 (the user frame torch names, else the innermost model frame of a traceback) and adds the fix.
-What torch printed meanwhile is kept off the terminal by ``compat.routing.capture.Capture``.
+What torch printed meanwhile is kept off the terminal by ``compat.routing.capture.Capture``, what
+it warned and logged by ``compat.policy.route_noise.Held`` (which also decides what a model
+source file is).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import os
 import re
 import traceback
 
-_TORCH_DIR = ""
+from compat.policy.route_noise import is_model_source as _is_model_source
+
 #: torch's "The following call raised this error:" stack and its graph-comment form
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]+\n\s+(?P<code>[^\n]+)')
 _GRAPH_FRAME = re.compile(r"# File: (?P<file>[^\n]+?):(?P<line>\d+) in [^,\n]+, code: (?P<code>[^\n]+)")
@@ -22,31 +25,6 @@ FIXES = {
                                    "with torch._check(...) before it",
     "dynamic shape constraints violated": "mark only the axes the model really keeps dynamic",
 }
-
-
-def _torch_dir() -> str:
-    global _TORCH_DIR
-    if not _TORCH_DIR:
-        import torch
-
-        _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-    return _TORCH_DIR
-
-
-def _is_model_source(filename: str) -> bool:
-    """A file of the model (the user's, or a library's modeling code), not of torch, the exporter
-    or this project."""
-    from compat.policy.notices import is_own_file
-
-    if filename.startswith("<") or not filename.endswith(".py"):
-        return False
-    path = os.path.abspath(filename)
-    stdlib = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
-    if path.startswith(_torch_dir()) or is_own_file(path):
-        return False
-    if path.startswith(stdlib) and "site-packages" not in path:
-        return False
-    return not any(f"{os.sep}{pkg}{os.sep}" in path for pkg in ("onnxscript", "onnx", "onnx_ir"))
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -31,6 +31,10 @@ ENV_STRICT = "TORCH_ONNX_COMPAT_STRICT"
 ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"
 ENV_CACHE_DIR = "TORCH_ONNX_COMPAT_CACHE_DIR"
 ENV_COMPARE = "TORCH_ONNX_COMPAT_COMPARE"
+#: ``1``: legacy-usage warnings and strict-mode errors give the long text (``compat run --explain``)
+ENV_EXPLAIN = "TORCH_ONNX_COMPAT_EXPLAIN"
+#: ``1``: what torch warns and logs during a route attempt reaches the terminal (``compat run -v``)
+ENV_VERBOSE = "TORCH_ONNX_COMPAT_VERBOSE"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -69,6 +73,16 @@ def env_strict() -> bool | None:
 def env_compare() -> bool:
     """``TORCH_ONNX_COMPAT_COMPARE`` (set by ``compat run --compare``)."""
     return os.environ.get(ENV_COMPARE, "").strip().lower() in _TRUE
+
+
+def env_explain() -> bool:
+    """``TORCH_ONNX_COMPAT_EXPLAIN`` (set by ``compat run --explain``)."""
+    return os.environ.get(ENV_EXPLAIN, "").strip().lower() in _TRUE
+
+
+def env_verbose() -> bool:
+    """``TORCH_ONNX_COMPAT_VERBOSE`` (set by ``compat run -v``)."""
+    return os.environ.get(ENV_VERBOSE, "").strip().lower() in _TRUE
 
 
 def env_ledger() -> str | None:

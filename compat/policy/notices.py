@@ -8,7 +8,8 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -62,10 +63,23 @@ def find_call_site(frame: FrameType | None = None) -> CallSite:
     return CallSite("<unknown>", 0, "", {})
 
 
-def make_warning(code: str, detail: str = "", path: str = "PATH") -> LegacyExportWarning:
-    text = catalog.get(code).message(path)
-    if detail:
-        text = f"{text} [{detail}]"
+def explain() -> bool:
+    """Long texts (why, the replacement, the migrate command) instead of one line per usage."""
+    from compat.policy.config import env_explain
+
+    return env_explain()
+
+
+def make_warning(code: str, detail: str = "", path: str = "PATH", subject: str = "") -> LegacyExportWarning:
+    """The warning for one legacy usage: by default one line (code, ``subject``, the short fix,
+    ``detail``); with ``explain()`` the catalog's long text for ``path``."""
+    entry = catalog.get(code)
+    if explain():
+        text = entry.message(path)
+        detail = detail or subject
+        text = f"{text} [{detail}]" if detail else text
+    else:
+        text = entry.short_message(subject, detail)
     w = LegacyExportWarning(text)
     w.code = code
     return w
@@ -78,8 +92,8 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
         if usage.code in codes:
             continue
         codes.append(usage.code)
-        detail = usage.detail or (f"{usage.option}=" if usage.option else "")
-        emit(make_warning(usage.code, detail, site.filename), site)
+        subject = usage.detail or (f"{usage.option}=" if usage.option else "")
+        emit(make_warning(usage.code, path=site.filename, subject=subject), site)
     return codes
 
 
@@ -88,8 +102,13 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
 #: use, even when the filters end as they were (torch's exporters enter ``catch_warnings``) or the
 #: change is for another category (sympy adds one for its own warnings on import), so compat's
 #: warnings would show again; this one is replaced only when the filters for its category differ.
-_registries: dict[tuple[str, str, type[Warning]], tuple[tuple[Any, ...], dict[Any, Any]]] = {}
+#: Bounded for long processes: the registries of the latest ``MAX_SITES`` modules are kept (least
+#: recently used dropped), each with at most ``MAX_PER_SITE`` shown warnings (oldest dropped);
+#: a dropped entry can only make a warning show once more.
+_registries: OrderedDict[tuple[str, str, type[Warning]], tuple[tuple[Any, ...], dict[Any, Any]]] = OrderedDict()
 _registries_lock = threading.Lock()
+MAX_SITES = 512
+MAX_PER_SITE = 256
 
 
 def _filters_for(category: type[Warning]) -> tuple[Any, ...]:
@@ -112,7 +131,18 @@ def _registry(site: CallSite, category: type[Warning]) -> dict[Any, Any]:
         held = _registries.get(key)
         if held is None or held[0] != filters:
             held = _registries[key] = (filters, {})
+        _registries.move_to_end(key)
+        while len(_registries) > MAX_SITES:
+            _registries.popitem(last=False)
         return held[1]
+
+
+def _trim(registry: dict[Any, Any]) -> None:
+    """Keep the latest ``MAX_PER_SITE`` shown warnings (and warn_explicit's ``version`` key)."""
+    excess = len(registry) - MAX_PER_SITE - ("version" in registry)
+    if excess > 0:
+        for key in [k for k in registry if k != "version"][:excess]:
+            del registry[key]
 
 
 def emit(warning: Warning, site: CallSite) -> None:
@@ -136,6 +166,7 @@ def emit(warning: Warning, site: CallSite) -> None:
         # what it recorded under these filters
         for key, value in recorded.items():
             registry.setdefault(key, value)
+        _trim(registry)
 
 
 #: codes of legacy APIs used since the last export (registrations, mode helpers): the next
@@ -162,11 +193,48 @@ def take_api_codes() -> list[str]:
 
 
 def raise_strict(usages: Iterable[Usage]) -> None:
-    """Strict mode: the first legacy usage becomes an error (all are listed)."""
+    """Strict mode: the legacy usages become one error (code ``usages[0]``): one line naming
+    every usage (code and option); with ``explain()`` the long text of each, one per line."""
     usages = list(usages)
     if not usages:
         return
-    lines = [catalog.get(u.code).message() for u in usages]
-    raise StrictModeError(
-        "legacy torch.onnx usage (strict mode):\n  " + "\n  ".join(lines), usages[0].code
-    )
+    if explain():
+        lines = [catalog.get(u.code).message() for u in usages]
+        text = "legacy torch.onnx usage (strict mode):\n  " + "\n  ".join(lines)
+    else:
+        found = ", ".join(f"{u.code} {u.detail or _option(u)}" for u in usages)
+        text = f"legacy torch.onnx usage (strict mode): {found}"
+    raise StrictModeError(text, usages[0].code)
+
+
+def _option(usage: Usage) -> str:
+    return f"{usage.option}=" if usage.option and "." not in usage.option else usage.option
+
+
+#: what is told about route notes (``compat run`` prints them); None: the ledger alone has them
+_note_listener: Callable[[str, str], None] | None = None
+#: call sites whose route note was told (bounded; once per site)
+_noted: OrderedDict[str, None] = OrderedDict()
+_noted_lock = threading.Lock()
+
+
+def set_note_listener(listener: Callable[[str, str], None] | None) -> None:
+    """``listener(call_site, note)`` hears each route note, once per call site (``compat run``)."""
+    global _note_listener
+    _note_listener = listener
+    with _noted_lock:
+        _noted.clear()
+
+
+def route_note(call_site: str, note: str) -> None:
+    """Tell the listener (if any) about a route note of ``call_site``, the first time only."""
+    listener = _note_listener
+    if listener is None:
+        return
+    with _noted_lock:
+        if call_site in _noted:
+            return
+        _noted[call_site] = None
+        while len(_noted) > MAX_SITES:
+            _noted.popitem(last=False)
+    listener(call_site, note)

@@ -168,14 +168,15 @@ def resized_leaves(layout: InputLayout, sizes: Mapping[str, int], seed: int = 0)
     gen = torch.Generator().manual_seed(seed)
     out = list(layout.leaves)
     for i, axes in layout.axes.items():
-        t = layout.leaves[i]
+        t = layout.leaves[i].detach()  # an example with requires_grad=True: no autograd warning
         targets = {a: sizes[n] for a, n in axes.items() if n in sizes}
         if not targets:
             continue
         if t.is_floating_point() or t.is_complex():
             shape = [targets.get(a, d) for a, d in enumerate(t.shape)]
-            std = float(t.float().std()) if t.numel() > 1 else 1.0
-            mean = float(t.float().mean()) if t.numel() else 0.0
+            real = t.real.float() if t.is_complex() else t.float()  # casting complex warns
+            std = float(real.std()) if t.numel() > 1 else 1.0
+            mean = float(real.mean()) if t.numel() else 0.0
             new = torch.randn(shape, generator=gen) * (std or 1.0) + mean
             out[i] = new.to(t.dtype)
         else:

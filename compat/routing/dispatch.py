@@ -22,7 +22,7 @@ from compat.errors import (
     RouteUnavailable,
 )
 from compat.installed import torch_caps
-from compat.policy import config, notices
+from compat.policy import config, notices, route_noise
 from compat.records import attempt_logs, saving
 from compat.records import ledger as ledger_file
 from compat.request import ExportRequest, Outcome, Translation, shapes_to_axes
@@ -48,6 +48,7 @@ class RoutePlan:
     routes: list[str]
     reason: str | None = None  # why the plan deviates from "dynamo, then legacy"
     translations: list[Translation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # for the ledger: a setting the call overrode
 
 
 def _requested(req: ExportRequest) -> str | None:
@@ -63,8 +64,38 @@ def _modules(req: ExportRequest, site: notices.CallSite | None) -> tuple[str, ..
     return (site.module if site else "", f"{cls.__module__}.{cls.__qualname__}")
 
 
+#: where a route setting the call overrode came from, as the note names it
+_SETTING_ORIGINS = {
+    "env": f"{config.ENV_ROUTE} (compat run --route sets it)",
+    "pyproject": "pyproject.toml [tool.torch-onnx-compat] route",
+    "pyproject-rule": "a pyproject.toml [tool.torch-onnx-compat.routes] rule",
+}
+
+
+def override_note(req: ExportRequest, site: notices.CallSite | None = None) -> str | None:
+    """``call's dynamo=False overrides route=dynamo from ...`` when the call's own ``dynamo=``
+    (or ``route=``) decides against a route set in the environment or the project; else None."""
+    chosen = _requested(req)
+    if chosen is None:
+        return None
+    setting, source = config.resolve_route(None, req.call_site, _modules(req, site))
+    if source not in _SETTING_ORIGINS or setting == chosen:
+        return None
+    own = f"route={req.route!r}" if req.route is not None else f"dynamo={req.dynamo}"
+    return f"call's {own} overrides route={setting} from {_SETTING_ORIGINS[source]}"
+
+
 def plan(req: ExportRequest, site: notices.CallSite | None = None) -> RoutePlan:
     """Ordered routes for ``req``; raises ``CompatError`` for a route that cannot be honoured."""
+    route_plan = _plan(req, site)
+    note = override_note(req, site)
+    if note is not None:
+        route_plan.notes.append(note)
+        notices.route_note(req.call_site, note)
+    return route_plan
+
+
+def _plan(req: ExportRequest, site: notices.CallSite | None) -> RoutePlan:
     requested, source = config.resolve_route(_requested(req), req.call_site, _modules(req, site))
     if requested == "legacy":
         return RoutePlan(requested, source, ["legacy"])
@@ -123,6 +154,7 @@ def run(
             if outcome is None:
                 raise
         outcome.warnings = codes
+        outcome.notes[:0] = route_plan.notes
         outcome.duration_s = time.perf_counter() - start
         outcome.output = _save(outcome, req)
     except BaseException as exc:
@@ -191,11 +223,14 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
         for name in route_plan.routes:
             module = route_module(name)
             outcome = None
+            # torch's own warnings and log lines of the attempt: dropped on success, logged on failure
+            noise = route_noise.Held(enabled=not (req.verbose or config.env_verbose()))
             try:
                 route_req, converted = req, None
                 if name == "legacy":
                     route_req, converted = shapes_to_axes.for_torchscript(req)
-                with model_state.route_guard(req.model, name, req.verify):  # the forward may write to the model
+                # the forward may write to the model
+                with model_state.route_guard(req.model, name, req.verify), noise:
                     outcome = module.export(route_req)
                 if converted is not None:
                     outcome.translations.append(converted)
@@ -208,6 +243,7 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
             except RouteFailed as exc:
                 if outcome is not None:
                     saving.discard(outcome)
+                noise.add_to_log(exc)
                 failures[name] = exc
                 continue
             outcome.translations[:0] = route_plan.translations
@@ -244,7 +280,7 @@ def _record(
         "model": type(req.model).__qualname__,
         "status": "ok" if error is None else "failed",
         "error": None if error is None else _ANSI.sub("", f"{type(error).__name__}: {error}"),
-        "notes": list(outcome.notes) if outcome else [],
+        "notes": list(outcome.notes) if outcome else list(route_plan.notes if route_plan else ()),
         "opset_written": below.reached if isinstance(below, OpsetNotReached) else None,
         "attempt_logs": dict(logs or {}),
         "tracer_warnings": list(outcome.tracer_warnings) if outcome else [],

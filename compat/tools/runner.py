@@ -1,29 +1,36 @@
-"""``python -m compat run``: run a script exactly as ``python script.py`` would, under the shim."""
+"""``python -m compat run``: run a script (or ``-m module``) exactly as python would, under the shim."""
 
 from __future__ import annotations
 
 import argparse
 import builtins
+import importlib.util
 import os
 import re
+import runpy
 import sys
+import traceback
 import types
 import warnings
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
 
 from compat import commands
-from compat.errors import CompatError, LegacyExportWarning
-from compat.policy import config
+from compat.errors import CompatError, LegacyExportWarning, StrictModeError
+from compat.policy import config, notices
 from compat.records.call_history import one_line, route_cause  # noqa: F401 - moved there, named here too
 
 PROG = commands.RUN
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: ``run``'s own options that take a value (the token after them is not the script)
+_VALUE_OPTIONS = ("--route", "--ledger")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
+        usage=f"{PROG} [options] (script.py | -m module) [args ...]",
         description="Run an unchanged export script with torch.onnx patched by torch-onnx-compat.",
     )
     p.add_argument("--route", choices=("auto", "dynamo", "legacy"), help="force a route")
@@ -32,14 +39,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", action="store_true",
                    help="also export on both routes and record the parity verdict")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary at exit")
-    p.add_argument("script", help="the Python script to run")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    p.add_argument("--explain", action="store_true",
+                   help="the long text of each legacy usage (why, the replacement, the migrate "
+                        "command) instead of one line")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also show what torch warns and logs while a route is tried")
+    p.add_argument("-m", dest="module", metavar="MODULE",
+                   help="run a library module as a script, as python -m MODULE (the rest of the "
+                        "arguments are its own)")
+    p.add_argument("script", nargs="?", help="the Python script to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script or module")
     return p
 
 
+def split_module(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]] | None:
+    """``(run's options, module, the module's arguments)`` when ``-m MODULE`` comes before any
+    script (everything after the module is its own, as for python); None otherwise."""
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--" or not token.startswith("-"):
+            return None
+        if token == "-m":
+            return argv[:i], (argv[i + 1] if i + 1 < len(argv) else None), argv[i + 2:]
+        if token.startswith("-m") and not token.startswith("--"):
+            return argv[:i], token[2:], argv[i + 1:]
+        i += 2 if token in _VALUE_OPTIONS else 1
+    return None
+
+
 def main(argv: Sequence[str]) -> int:
-    ns = build_parser().parse_args(list(argv))
-    if not os.path.isfile(ns.script):
+    parser = build_parser()
+    split = split_module(argv)
+    if split is not None:
+        before, module, module_args = split
+        if module is None:
+            parser.error("argument -m: expected one argument")
+        ns = parser.parse_args([*before, "-m", module])
+        ns.args = module_args
+    else:
+        ns = parser.parse_args(list(argv))
+        if ns.script is None:
+            parser.error("the following arguments are required: script (or -m module)")
+    if ns.module is None and not os.path.isfile(ns.script):
         print(f"{PROG}: can't open file {ns.script!r}", file=sys.stderr)
         return 2
     from compat.installed.runtime_extra import require_runtime
@@ -58,6 +101,12 @@ def main(argv: Sequence[str]) -> int:
         os.environ[config.ENV_LEDGER] = os.path.abspath(ns.ledger)
     if ns.compare:
         os.environ[config.ENV_COMPARE] = "1"
+    if ns.explain:
+        os.environ[config.ENV_EXPLAIN] = "1"
+    if ns.verbose:
+        os.environ[config.ENV_VERBOSE] = "1"
+    if ns.module is not None:
+        return run_module(ns.module, ns.args, summary=not ns.quiet)
     return run_script(ns.script, ns.args, summary=not ns.quiet)
 
 
@@ -65,16 +114,41 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
     """Run ``script`` as ``__main__`` with ``sys.argv``/``sys.path[0]`` as python sets them;
     in compare mode (``--compare``, or inherited from a parent ``compat run``) every export is
     also compared."""
+    path = os.path.abspath(script)
+    return _run(lambda: _exec_as_main(path), [script, *args], os.path.dirname(path), summary)
+
+
+def run_module(module: str, args: Sequence[str], summary: bool = True) -> int:
+    """Run ``module`` as ``python -m module`` would: ``sys.argv[0]`` its file, ``sys.path[0]``
+    the current folder; under the shim as ``run_script``."""
+    sys.path.insert(0, os.getcwd())  # before the lookup: the cwd's own modules, as for python -m
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    finally:
+        sys.path.pop(0)
+    if found is None:
+        print(f"{PROG}: error: No module named {module!r}", file=sys.stderr)
+        return 1
+
+    def run() -> None:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+    return _run(run, ["-m", *args], os.getcwd(), summary)
+
+
+def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) -> int:
     from compat.tools import compare_hook, patching
 
-    path = os.path.abspath(script)
     old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
-    sys.argv = [script, *args]
+    sys.argv = argv
     if sys.path:
-        sys.path[0] = os.path.dirname(path)
+        sys.path[0] = path0
     else:
-        sys.path.insert(0, os.path.dirname(path))
+        sys.path.insert(0, path0)
     code = 0
+    strict_error: str | None = None
     if not sys.warnoptions:
         # DeprecationWarnings show by default only from __main__; a legacy export inside an
         # imported wrapper module must warn too (an explicit -W option wins)
@@ -83,11 +157,16 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
     if compare:
         compare_hook.install()
     patching.install()
+    notices.set_note_listener(_print_note)
     try:
-        _exec_as_main(path)
+        with _one_line_warnings(not notices.explain()):
+            run()
     except SystemExit as exc:
         code = _exit_code(exc.code)
+    except StrictModeError as exc:
+        code, strict_error = 1, _strict_line(exc)
     finally:
+        notices.set_note_listener(None)
         patching.uninstall()
         if compare:
             compare_hook.uninstall()
@@ -97,7 +176,45 @@ def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
         if summary:
             print_summary()
             compare_hook.print_parity_table()
+    if strict_error is not None:
+        print(strict_error, file=sys.stderr)
     return code
+
+
+def _print_note(call_site: str, note: str) -> None:
+    print(f"{call_site}: {commands.SCRIPT}: {note}", file=sys.stderr)
+
+
+def _strict_line(exc: StrictModeError) -> str:
+    """The one error line a strict-mode stop ends ``compat run`` with: where, what, how to read
+    more (the long texts with --explain keep their own lines)."""
+    site = next((f"{f.filename}:{f.lineno}: " for f in reversed(traceback.extract_tb(exc.__traceback__))
+                 if not notices.is_own_file(f.filename)), "")
+    more = "" if notices.explain() else f" (the fixes: {commands.RULE} CODE, or {PROG} --explain)"
+    return f"{PROG}: error: {site}{exc}{more}"
+
+
+@contextmanager
+def _one_line_warnings(enabled: bool) -> Iterator[None]:
+    """Show LegacyExportWarnings on one line each (``file:line: Category: text``, no source
+    line); other warnings as before."""
+    if not enabled:
+        yield
+        return
+    previous = warnings.formatwarning
+
+    def formatwarning(message: Any, category: type[Warning], filename: str, lineno: int,
+                      line: str | None = None) -> str:
+        if issubclass(category, LegacyExportWarning):
+            return f"{filename}:{lineno}: {category.__name__}: {message}\n"
+        return previous(message, category, filename, lineno, line)
+
+    warnings.formatwarning = formatwarning
+    try:
+        yield
+    finally:
+        if warnings.formatwarning is formatwarning:
+            warnings.formatwarning = previous
 
 
 def _exec_as_main(path: str) -> None:
@@ -152,5 +269,11 @@ def print_summary(stream: TextIO | None = None) -> None:
             parts.append("legacy: " + ",".join(outcome.warnings))
         if outcome.translations:
             parts.append("translated: " + "; ".join(f"{t.code} {t.option}: {t.action}" for t in outcome.translations))
+        if outcome.tracer_warnings and not config.env_verbose():
+            parts.append(f"{len(outcome.tracer_warnings)} tracer warning(s) in the ledger "
+                         "(tracer_warnings; -v shows them)")
         parts.append(f"-> {outcome.output}")
         print(f"  {site}  " + "  ".join(parts), file=stream)
+    if not notices.explain() and any(call.outcome is not None and call.outcome.warnings for call in history):
+        print(f"  legacy usages: the full texts with {PROG} --explain, or {commands.RULE} CODE",
+              file=stream)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import compat
+from compat import catalog
 from compat.errors import StrictModeError
 
 
@@ -23,10 +24,23 @@ def test_warning_points_at_user_line_and_carries_code(small_net, tmp_path):
     ours = [w for w in caught if issubclass(w.category, compat.LegacyExportWarning)]
     assert [w.message.code for w in ours] == ["ONX104"]
     assert ours[0].filename == __file__ and ours[0].lineno == line
+    # by default one line: the code, the option, the short fix from the catalog
     text = str(ours[0].message)
-    assert f"python -m compat.migrate --fix --select ONX001,ONX206,ONX104 {__file__}" in text
-    assert "optimize=" in text
+    assert text == "ONX104 do_constant_folding=: " + catalog.SHORT_FIXES["ONX104"]
+    assert "\n" not in text and "optimize=" in text
     assert issubclass(compat.LegacyExportWarning, DeprecationWarning)
+
+
+def test_explain_gives_the_long_text(small_net, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_EXPLAIN", "1")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compat.export(small_net, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy", do_constant_folding=True)  # noqa: E501
+    (ours,) = [w for w in caught if issubclass(w.category, compat.LegacyExportWarning)]
+    text = str(ours.message)
+    assert text.startswith(catalog.get("ONX104").message(__file__))
+    assert f"python -m compat.migrate --fix --select ONX001,ONX206,ONX104 {__file__}" in text
+    assert text.endswith("[do_constant_folding=]")
 
 
 def test_default_filter_shows_each_site_once(tmp_path):
