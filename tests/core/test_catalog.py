@@ -35,11 +35,11 @@ def test_readme_table_is_generated_from_catalog():
 
 def test_catalog_command():
     out = subprocess.run([sys.executable, "-m", "compat", "catalog"], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=600)
     assert out.returncode == 0
     assert all(code in out.stdout for code in DESIGN_CODES)
     md = subprocess.run([sys.executable, "-m", "compat", "catalog", "--format", "markdown"],
-                        capture_output=True, text=True, timeout=120)
+                        capture_output=True, text=True, timeout=600)
     assert md.stdout == catalog.to_markdown()
 
 

@@ -50,7 +50,7 @@ def test_concurrent_processes_append_whole_lines(tmp_path):
             ledger.append({str(book)!r}, {{"call_site": "p" + sys.argv[1], "i": i, "pad": "x" * 3000}})
     """)
     procs = [subprocess.Popen([sys.executable, "-c", code, str(n)]) for n in range(4)]
-    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert all(p.wait(timeout=600) == 0 for p in procs)
     recs = _records(book)
     assert len(recs) == 800
     for n in range(4):

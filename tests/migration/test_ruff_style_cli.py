@@ -140,7 +140,7 @@ def _as_started(argv0: str, *args: str) -> subprocess.CompletedProcess:
     code = (f"import sys; sys.argv[0] = {argv0!r}; from migration.cli import main; "
             f"raise SystemExit(main({list(args)!r}))")
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=False)
+                          text=True, timeout=600, check=False)
 
 
 def test_version_and_errors_name_the_command_typed():

@@ -72,7 +72,7 @@ def test_compat_run_in_a_user_project_with_legacy_and_dynamo_packages(tmp_path: 
            "TORCH_ONNX_COMPAT_CACHE_DIR": "off", "HOME": str(tmp_path)}
     run = subprocess.run([sys.executable, "-m", "compat", "run", "--route", "legacy", "--ledger",
                           "l.jsonl", "export.py", "m.onnx"], cwd=proj, env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
+                         capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     check_exported(proj / "m.onnx", proj / "l.jsonl", "legacy")
 

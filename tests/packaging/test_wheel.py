@@ -25,7 +25,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
          "--no-index", "-w", str(out), str(REPO)],
-        check=True, capture_output=True, text=True, timeout=120,
+        check=True, capture_output=True, text=True, timeout=600,
     )
     (path,) = out.glob("torch_onnx_compat-*.whl")
     return path
@@ -37,13 +37,13 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     dependencies come from this interpreter's site-packages through a .pth line (whose own .pth
     files, such as the checkout's editable install, are not processed)."""
     root = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=60)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=600)
     py = root / "bin" / "python"
     site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
-                    "--no-index", str(wheel)], check=True, capture_output=True, text=True, timeout=120)
+                    "--no-index", str(wheel)], check=True, capture_output=True, text=True, timeout=600)
     make_dynamo_standin(site)
     return root
 
@@ -71,7 +71,7 @@ def test_sdist_builds_the_same_wheel(tmp_path: Path) -> None:
     code = ("import sys; from hatchling.build import build_sdist; "
             "print(build_sdist(sys.argv[1]))")
     name = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=REPO, check=True,
-                          capture_output=True, text=True, timeout=120).stdout.strip().splitlines()[-1]
+                          capture_output=True, text=True, timeout=600).stdout.strip().splitlines()[-1]
     with tarfile.open(tmp_path / name) as tar:
         members = {m.split("/", 1)[1] for m in tar.getnames() if "/" in m}
         tar.extractall(tmp_path / "src", filter="data")
@@ -82,7 +82,7 @@ def test_sdist_builds_the_same_wheel(tmp_path: Path) -> None:
     (src,) = (tmp_path / "src").iterdir()
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
                     "--no-index", "-w", str(tmp_path / "w"), str(src)],
-                   check=True, capture_output=True, text=True, timeout=120)
+                   check=True, capture_output=True, text=True, timeout=600)
     (built,) = (tmp_path / "w").glob("*.whl")
     assert {n.split("/", 1)[0] for n in zipfile.ZipFile(built).namelist()} >= {"torch_onnx_compat"}
 
@@ -97,7 +97,7 @@ def test_installed_wheel_coexists_with_dynamo_and_a_user_legacy_package(venv: Pa
              "print(u.find_spec('compat'), u.find_spec('legacy'), dynamo.NOT_THE_SHIM, "
              "compat.__version__, commands.MIGRATE, sep='|')")
     out = subprocess.run([str(py), "-c", probe], cwd=tmp_path, env=env, check=True,
-                         capture_output=True, text=True, timeout=60).stdout.strip().split("|")
+                         capture_output=True, text=True, timeout=600).stdout.strip().split("|")
     assert out == ["None", "None", "True", "0.1.0", "python -m torch_onnx_compat.migrate"]
 
     script = make_user_project(tmp_path / "proj")
@@ -105,19 +105,19 @@ def test_installed_wheel_coexists_with_dynamo_and_a_user_legacy_package(venv: Pa
     # the console script on the default (auto) route: torch.export
     run = subprocess.run([str(venv / "bin" / "torch-onnx-compat"), "run", "--ledger", "a.jsonl",
                           "export.py", "auto.onnx"], cwd=proj, env=env, capture_output=True,
-                         text=True, timeout=120, check=False)
+                         text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     check_exported(proj / "auto.onnx", proj / "a.jsonl", "dynamo")
     # python -m on the TorchScript route, with the user's `legacy` package first on sys.path
     run = subprocess.run([str(py), "-m", "torch_onnx_compat", "run", "--route", "legacy",
                           "--ledger", "l.jsonl", "export.py", "legacy.onnx"], cwd=proj, env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
+                         capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     check_exported(proj / "legacy.onnx", proj / "l.jsonl", "legacy")
     # the rewriter, through both of its entry points
     for cmd in ([str(py), "-m", "torch_onnx_compat.migrate", "--check", "migration"],
                 [str(venv / "bin" / "torch-onnx-migrate"), "--check", "migration"]):
-        check = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=60,
+        check = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=600,
                                check=False)
         assert check.returncode == 1, check.stderr
         assert "tools.py:5" in check.stdout and "ONX201" in check.stdout
@@ -159,7 +159,7 @@ def test_pre_commit_hooks_run_as_declared(venv: Path, tmp_path: Path) -> None:
         assert set(hook["types_or"]) == {"python", "jupyter"}
         (tmp_path / "a.py").write_text(legacy)
         run = subprocess.run([*shlex.split(hook["entry"]), "a.py"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=60, check=False)
+                             capture_output=True, text=True, timeout=600, check=False)
         assert run.returncode in (0, 1), run.stderr
         if "--write" in hook["entry"]:
             assert "example_outputs" not in (tmp_path / "a.py").read_text()
@@ -171,20 +171,20 @@ def test_editable_install_exposes_the_installed_names_too(tmp_path: Path) -> Non
     """README's `pip install -e '.[runtime]'` (the runtime dependencies are this interpreter's,
     so the install resolves offline): both `compat` and `torch_onnx_compat` import the checkout."""
     root = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=60)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=600)
     py = root / "bin" / "python"
     site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
                     "--no-index", "--no-build-isolation", "-e", f"{REPO}[runtime]"],
-                   check=True, capture_output=True, text=True, timeout=120)
+                   check=True, capture_output=True, text=True, timeout=600)
     env = {"PATH": f"{root / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
     probe = ("import compat, torch_onnx_compat as tc; "
              "print(tc.CompatError is compat.CompatError, tc.__version__, compat.__file__)")
     out = subprocess.run([str(py), "-c", probe], cwd=tmp_path, env=env, check=True,
-                         capture_output=True, text=True, timeout=60).stdout.split()
+                         capture_output=True, text=True, timeout=600).stdout.split()
     assert out == ["True", "0.1.0", str(REPO / "compat" / "__init__.py")]
     catalog = subprocess.run([str(root / "bin" / "torch-onnx-compat"), "catalog"], cwd=tmp_path,
-                             env=env, check=True, capture_output=True, text=True, timeout=60)
+                             env=env, check=True, capture_output=True, text=True, timeout=600)
     assert catalog.stdout.startswith("ONX001")

@@ -82,7 +82,7 @@ def test_threads_append_whole_lines(tmp_path):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=600)
     recs = [json.loads(line) for line in book.read_text().splitlines()]
     assert len(recs) == 800
     for n in range(8):

@@ -44,7 +44,7 @@ def _overlay_working_tree(clone: Path, env: dict[str, str]) -> None:
     here (a clone alone holds only the last commit)."""
     changed = subprocess.run(
         ["git", "-C", str(ROOT), "ls-files", "-z", "--modified", "--others", "--exclude-standard"],
-        check=True, capture_output=True, text=True, timeout=60, env=env,
+        check=True, capture_output=True, text=True, timeout=600, env=env,
     ).stdout.split("\0")
     for rel in filter(None, dict.fromkeys(changed)):
         src, dst = ROOT / rel, clone / rel
@@ -68,7 +68,7 @@ def test_a_clone_in_a_private_folder_passes_the_privilege_drop_test(tmp_path: Pa
     git_env = _git_env(tmp_path)
     clone_cmd = 'umask 077 && exec git clone --quiet --local "$0" "$1"'
     subprocess.run(["sh", "-c", clone_cmd, str(ROOT), str(clone)], check=True,
-                   capture_output=True, timeout=120, env=git_env)
+                   capture_output=True, timeout=600, env=git_env)
     _overlay_working_tree(clone, git_env)
     assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(clone / "compat" / "api.py").st_mode) & 0o077 == 0

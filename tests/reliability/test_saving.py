@@ -132,7 +132,7 @@ def test_fifo_is_written_in_place(tmp_path):
     reader.start()
     model = Tiny().eval()
     compat.export(model, X, fifo, route="legacy", input_names=["x"])
-    reader.join(timeout=30)
+    reader.join(timeout=600)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     check_parity(got[0], model, X, ["x"])
 

@@ -90,7 +90,7 @@ def test_cli_markdown_and_json(shards: tuple[Path, Path], tmp_path: Path) -> Non
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     md = subprocess.run([sys.executable, "-c", probe, "report", *map(str, shards)],
-                        capture_output=True, text=True, env=env, timeout=60, check=False)
+                        capture_output=True, text=True, env=env, timeout=600, check=False)
     assert md.returncode == 0, md.stderr
     out = md.stdout
     assert "## torch.onnx export migration report" in out
@@ -98,7 +98,7 @@ def test_cli_markdown_and_json(shards: tuple[Path, Path], tmp_path: Path) -> Non
     assert "| data-dependent control flow | 2 | 1 |" in out
     assert "| ONX103 |" in out and "one-route-only: 1" in out
     js = subprocess.run([sys.executable, "-c", probe, "report", "--format", "json", *map(str, shards)],
-                        capture_output=True, text=True, env=env, timeout=60, check=False)
+                        capture_output=True, text=True, env=env, timeout=600, check=False)
     assert js.returncode == 0, js.stderr
     assert json.loads(js.stdout)["by_route"]["legacy"] == 4
 

@@ -69,7 +69,7 @@ def _html(runs: list[Path], out: Path) -> str:
     probe = ("import sys; from compat.__main__ import main; rc = main(sys.argv[1:]); "
              "assert 'torch' not in sys.modules, 'report imported torch'; raise SystemExit(rc)")
     run = subprocess.run([sys.executable, "-c", probe, "report", "--format", "html", "-o", str(out),
-                          *map(str, runs)], capture_output=True, text=True, env=env, timeout=60,
+                          *map(str, runs)], capture_output=True, text=True, env=env, timeout=600,
                          check=False)
     assert run.returncode == 0, run.stderr
     return out.read_text(encoding="utf-8")
@@ -127,7 +127,7 @@ def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=120, check=False)
+        capture_output=True, text=True, timeout=600, check=False)
 
 
 @needs_chromium

@@ -154,7 +154,7 @@ def test_parallel_writers(tmp_path: Path, isolated_cache: Path) -> None:
         for n in range(writers)
     ]
     for p in procs:
-        _, err = p.communicate(timeout=120)
+        _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-2000:]
     folder = isolated_cache / route_memory.SUBDIR
     files = list(folder.iterdir())

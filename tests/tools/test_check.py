@@ -39,7 +39,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "compat", "check", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+                          capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_clean_model_reports_its_structure_and_exits_0(exported: Path) -> None:
