@@ -1,8 +1,11 @@
 """The catalog: one entry per legacy option, call form or API of ``torch.onnx``.
 
-Runtime warnings, strict-mode errors, rewriter findings, ``python -m compat catalog`` and the
-README's rule table are all generated from here. This module imports nothing heavy (no torch):
-the rewriter and lint jobs use it where torch is not installed.
+Runtime warnings, strict-mode errors, rewriter findings, ``python -m compat catalog``, the
+README's rule table and the rule docs are all generated from here; the facts about the export
+call's arguments (positional layouts, keyword sets, what each option value means today and
+``needs_torchscript``) are in ``compat.catalog_facts``, which the option entries' texts come
+from. This module imports nothing heavy (no torch): the rewriter and lint jobs use it where
+torch is not installed.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from compat.commands import MIGRATE
+from compat import catalog_facts as facts
+from compat.commands import MIGRATE, RULE
 
 Applicability = Literal["safe", "unsafe", "none"]
 
@@ -38,7 +42,7 @@ class Entry:
     summary: str  # one line: what the legacy usage is
     changed: str  # what changed, in which torch version
     runtime: str  # what `compat.export` does with it at run time
-    replacement: str  # the exact modern spelling
+    replacement: str  # the modern spelling (a noun phrase: "Replace with: ...")
     rewrite: str  # what `python -m compat.migrate` does
     fix: Applicability = "none"
     deprecated_in: str | None = None  # torch version
@@ -51,16 +55,23 @@ class Entry:
         """The rule family, e.g. ``ONX1`` for ``ONX104``."""
         return self.code[:4]
 
-    def message(self, path: str = "PATH", select: str | None = None) -> str:
-        """The warning / finding text, with the exact replacement and a command that migrates
-        ``path``; it selects ``select`` (the rewriter knows a site's exact needs) or the codes
-        this entry's fixes may need (``fix_select``)."""
+    def message(self, path: str = "PATH", select: str | None = None,
+                applicability: Applicability | None = None) -> str:
+        """The warning / finding text: what changed, the replacement and ``hint``."""
+        return (f"{self.code} {self.summary}: {self.changed}. Replace with: {self.replacement}. "
+                f"{self.hint(path, select, applicability)}")
+
+    def hint(self, path: str = "PATH", select: str | None = None,
+             applicability: Applicability | None = None) -> str:
+        """What to run on ``path``: a ``--fix`` command that selects ``select`` (the rewriter
+        knows a site's exact needs; default ``fix_select()``), with ``--unsafe-fixes`` when the
+        fix (``applicability``, default the entry's) is unsafe; or, with no fix, what to do."""
+        fix = applicability or self.fix
+        if fix == "none":
+            return f"{NO_FIX}change the code by hand (`{RULE} {self.code}` shows how)."
         where = shlex.quote(path) if path != "PATH" else path
-        return (
-            f"{self.code} {self.summary}: {self.changed}. Use {self.replacement}. "
-            f"Migrate with: {MIGRATE} --fix --select "
-            f"{select or self.fix_select()} {where}"
-        )
+        unsafe = " --unsafe-fixes" if fix == "unsafe" else ""
+        return f"{MIGRATE_WITH}{MIGRATE} --fix{unsafe} --select {select or self.fix_select()} {where}"
 
     def short_message(self, subject: str = "", detail: str = "") -> str:
         """The one-line warning: code, what was used (``subject``; default the entry's option or
@@ -70,17 +81,22 @@ class Entry:
         text = f"{self.code} {subject}: {SHORT_FIXES[self.code]}"
         return f"{text} [{detail}]" if detail else text
 
-    def fix_select(self) -> str:
+    def fix_select(self, present: Iterable[str] | None = None) -> str:
         """``--select`` codes under which this entry's fix applies: its own code, plus the codes
-        whose edits the fix includes (ONX1/ONX2 fixes write ONX001's ``dynamo=`` and use
+        whose edits the fix may include (ONX1/ONX2 fixes write ONX001's ``dynamo=`` and use
         ONX206's keywords for positional options; the rewriter never makes an unselected
-        finding's edit)."""
-        needs = [c for c in _FIX_NEEDS.get(self.family, ()) if c != self.code]
+        finding's edit). ``present``: the codes found at the call (a call without positional
+        options needs no ONX206)."""
+        needs = [c for c in _FIX_NEEDS.get(self.family, ()) if c != self.code
+                 and (present is None or c in present)]
         return ",".join((*needs, self.code))
 
 
 #: the codes a family's fixes include edits of (see ``Entry.fix_select``)
 _FIX_NEEDS = {"ONX1": ("ONX001", "ONX206"), "ONX2": ("ONX001", "ONX206")}
+#: how a message's last sentence starts: a command that fixes it, or what to do without one
+MIGRATE_WITH = "Migrate with: "
+NO_FIX = "No automatic fix: "
 
 _E = Entry
 
@@ -89,123 +105,119 @@ ENTRIES: tuple[Entry, ...] = (
         "ONX001", "torch.onnx.export", "export call relies on the default exporter (no `dynamo=`)",
         "the default exporter changed to the torch.export-based one in torch 2.9",
         "routes by `route=` / TORCH_ONNX_COMPAT_ROUTE / pyproject (auto: torch.export first, "
-        "TorchScript on failure)",
+        "TorchScript on failure or for what only it honours)",
         "an explicit `dynamo=True` (or `dynamo=False` where the model needs the TorchScript exporter)",
         "adds `dynamo=True` (with `external_data=False` and `dynamic_shapes` from literal "
-        "`dynamic_axes`) or `dynamo=False` per ledger evidence",
+        "`dynamic_axes`) or `dynamo=False` per the options and ledger evidence",
         "safe", deprecated_in="2.9", tokens=("export",),
     ),
     _E(
         "ONX101", "dynamic_axes", "`dynamic_axes=`",
         "the torch.export exporter wants `dynamic_shapes` keyed by forward() parameter names; its "
         "own conversion of `dynamic_axes` loses axis names and specialises size-1 examples",
-        "translated to `dynamic_shapes` (names kept as dim_params, size-0/1 examples handled)",
-        "`dynamic_shapes={param: {axis: torch.export.Dim('name')}}`",
-        "literal `dynamic_axes` become `dynamic_shapes`; non-literal ones get a TODO",
-        "safe", deprecated_in="2.9", tokens=("dynamic_axes",),
+        facts.runtime_text("ONX101"),
+        "`dynamic_shapes` keyed by forward() parameter names, with the axis names kept "
+        "(`dynamic_shapes={\"x\": {0: \"batch\"}}`)",
+        facts.rewrite_text("ONX101"), "safe", deprecated_in="2.9", tokens=("dynamic_axes",),
     ),
     _E(
         "ONX102", "training", "`training=`",
         "ignored by the torch.export exporter since torch 2.9 (eval-mode BatchNorm is exported even "
         "for TRAINING)",
-        "EVAL/PRESERVE keep their meaning on both routes; TRAINING exports batch statistics",
-        "set the model's mode before export (`model.eval()` / `model.train()`)",
-        "drops `training=EVAL` (safe when the model is evidently in eval mode, else unsafe with "
-        "`model.eval()`); TRAINING pins `dynamo=False` (also when a ledger shows the shim "
-        "translated it on the torch.export route)",
-        "unsafe", deprecated_in="2.9", tokens=("training",),
+        facts.runtime_text("ONX102"),
+        "`model.eval()` (or `model.train()`) before the export",
+        facts.rewrite_text("ONX102"), "unsafe", deprecated_in="2.9", tokens=("training",),
     ),
     _E(
         "ONX103", "operator_export_type", "`operator_export_type=`",
         "ignored by the torch.export exporter since torch 2.9",
-        "ONNX is dropped; ATEN_FALLBACK / FALLTHROUGH / ATEN route to the TorchScript exporter",
-        "`custom_translation_table=` for ops without an ONNX translation",
-        "drops `OperatorExportTypes.ONNX`; other values pin `dynamo=False` with the reason",
-        "safe", deprecated_in="2.9", tokens=("operator_export_type",),
+        facts.runtime_text("ONX103"),
+        "`custom_translation_table=` for ops without an ONNX translation (`dynamo=False` for "
+        "ATen nodes)",
+        facts.rewrite_text("ONX103"), "safe", deprecated_in="2.9", tokens=("operator_export_type",),
     ),
     _E(
         "ONX104", "do_constant_folding", "`do_constant_folding=`",
         "ignored by the torch.export exporter since torch 2.9 (it always folds)",
-        "True is dropped; False keeps parameters un-folded (TorchScript route)",
-        "`optimize=` on `torch.onnx.export(..., dynamo=True)`",
-        "drops `do_constant_folding=True`; False pins `dynamo=False` with the reason",
-        "safe", deprecated_in="2.9", tokens=("do_constant_folding",),
+        facts.runtime_text("ONX104"),
+        "`optimize=False` on `torch.onnx.export(..., dynamo=True)` for `False`; nothing for `True`",
+        facts.rewrite_text("ONX104"), "safe", deprecated_in="2.9", tokens=("do_constant_folding",),
     ),
     _E(
         "ONX105", "custom_opsets", "`custom_opsets=`",
         "ignored by the torch.export exporter since torch 2.9",
-        "the versions become the custom domains' opset imports",
+        facts.runtime_text("ONX105"),
         "`custom_translation_table=` with onnxscript functions of the custom domain's opset",
-        "kept with `dynamo=False` unless custom symbolics are migrated",
-        "none", deprecated_in="2.9", tokens=("custom_opsets",),
+        facts.rewrite_text("ONX105"), "safe", deprecated_in="2.9", tokens=("custom_opsets",),
     ),
     _E(
         "ONX106", "export_modules_as_functions", "`export_modules_as_functions=`",
         "ignored by the torch.export exporter since torch 2.9",
-        "routes to the TorchScript exporter, which honours it",
-        "no equivalent on the torch.export exporter; keep `dynamo=False`",
-        "pins `dynamo=False` with the reason",
-        "safe", deprecated_in="2.9", tokens=("export_modules_as_functions",),
+        facts.runtime_text("ONX106"),
+        "`dynamo=False` (the torch.export exporter has no equivalent)",
+        facts.rewrite_text("ONX106"), "safe", deprecated_in="2.9",
+        tokens=("export_modules_as_functions",),
     ),
     _E(
         "ONX107", "autograd_inlining", "`autograd_inlining=`",
         "ignored by the torch.export exporter since torch 2.9",
-        "True is dropped; False routes to the TorchScript exporter",
-        "nothing: torch.export always traces through autograd.Functions",
-        "drops `autograd_inlining=True`; False pins `dynamo=False`",
-        "safe", deprecated_in="2.9", tokens=("autograd_inlining",),
+        facts.runtime_text("ONX107"),
+        "nothing for `True` (torch.export always traces through autograd.Functions); "
+        "`dynamo=False` for `False`",
+        facts.rewrite_text("ONX107"), "safe", deprecated_in="2.9", tokens=("autograd_inlining",),
     ),
     _E(
         "ONX201", "example_outputs", "`example_outputs=`",
-        "removed in torch 1.10 (tracing infers outputs)", "dropped with a warning",
-        "nothing (drop the argument)", "drops the argument",
+        "removed in torch 1.10 (tracing infers outputs)", facts.runtime_text("ONX201"),
+        "nothing (drop the argument)", facts.rewrite_text("ONX201"),
         "safe", deprecated_in="1.8", removed_in="1.10", tokens=("example_outputs",),
     ),
     _E(
         "ONX202", "use_external_data_format", "`use_external_data_format=`",
-        "removed in torch 2.0", "saves weights to an external data file",
-        "`external_data=True` with `dynamo=True`",
-        "renames it to `external_data=` on the torch.export route; on the TorchScript route "
-        "(which ignores `external_data=`) moves the weights to `<f>.data` with `onnx.save_model` "
-        "after the export",
+        "removed in torch 2.0", facts.runtime_text("ONX202"),
+        "`external_data=` with the same value, on `torch.onnx.export(..., dynamo=True)`",
+        facts.rewrite_text("ONX202"),
         "safe", deprecated_in="1.13", removed_in="2.0", tokens=("use_external_data_format",),
     ),
     _E(
         "ONX203", "enable_onnx_checker", "`enable_onnx_checker=`",
-        "removed in torch 1.11", "True runs `onnx.checker.check_model` after the export",
-        "`onnx.checker.check_model(path)` after the export",
-        "drops it; True adds an `onnx.checker.check_model` call after the export",
+        "removed in torch 1.11", facts.runtime_text("ONX203"),
+        "`onnx.checker.check_model(f)` after the export (for `True`)",
+        facts.rewrite_text("ONX203"),
         "unsafe", deprecated_in="1.10", removed_in="1.11", tokens=("enable_onnx_checker",),
     ),
     _E(
         "ONX204", "strip_doc_string", "`strip_doc_string=`",
-        "removed in torch 1.13", "strips doc strings unless False",
-        "`verbose=` (doc strings are kept only with verbose)", "drops the argument",
+        "removed in torch 1.13", facts.runtime_text("ONX204"),
+        "nothing (drop the argument: doc strings never change the model)",
+        facts.rewrite_text("ONX204"),
         "safe", deprecated_in="1.11", removed_in="1.13", tokens=("strip_doc_string",),
     ),
     _E(
         "ONX205", "_retain_param_name", "`_retain_param_name=`",
-        "removed in torch 1.13 (parameter names are always retained)", "dropped with a warning",
-        "nothing (drop the argument)", "drops the argument",
+        "removed in torch 1.13 (parameter names are always retained)",
+        facts.runtime_text("ONX205"), "nothing (drop the argument)", facts.rewrite_text("ONX205"),
         "safe", deprecated_in="1.11", removed_in="1.13", tokens=("_retain_param_name",),
     ),
     _E(
         "ONX206", "positional options", "options passed positionally after `f`",
         "everything after `f` is keyword-only since torch 2.5",
-        "mapped by the torch 1.x or 1.11+ positional layout", "keyword arguments",
+        "mapped by the torch 1.3-1.9, 1.10 or 1.11-2.4 positional layout", "keyword arguments",
         "turns positional options into keywords", "safe", deprecated_in="2.5", removed_in="2.5",
     ),
     _E(
         "ONX207", "fallback", "`fallback=`", "removed in torch 2.11",
-        "`fallback=True` is the auto route (torch.export first, then TorchScript)",
+        facts.runtime_text("ONX207"),
         "`compat.export(..., route='auto')` or an explicit `dynamo=`",
-        "drops it and pins `dynamo=` per ledger evidence", "unsafe",
+        facts.rewrite_text("ONX207"), "unsafe",
         deprecated_in="2.9", removed_in="2.11", tokens=("fallback",),
     ),
     _E(
         "ONX208", "aten / export_raw_ir / export_type", "other torch 1.x-only options",
-        "removed in torch 1.10-1.12", "`aten=True` means ONNX_ATEN; the others are dropped",
-        "`operator_export_type=` on the TorchScript exporter", "drops or converts the argument",
+        "removed in torch 1.10-1.12", facts.runtime_text("ONX208"),
+        "`operator_export_type=OperatorExportTypes.ONNX_ATEN` with `dynamo=False` for "
+        "`aten=True`; nothing for the others",
+        facts.rewrite_text("ONX208"),
         "safe", removed_in="1.12", tokens=("aten", "export_raw_ir", "export_type"),
     ),
     _E(
@@ -286,25 +298,8 @@ ENTRIES: tuple[Entry, ...] = (
 
 BY_CODE: dict[str, Entry] = {e.code: e for e in ENTRIES}
 
-#: keyword -> code for every legacy keyword argument of torch.onnx.export
-OPTION_CODES: dict[str, str] = {
-    "dynamic_axes": "ONX101",
-    "training": "ONX102",
-    "operator_export_type": "ONX103",
-    "do_constant_folding": "ONX104",
-    "custom_opsets": "ONX105",
-    "export_modules_as_functions": "ONX106",
-    "autograd_inlining": "ONX107",
-    "example_outputs": "ONX201",
-    "use_external_data_format": "ONX202",
-    "enable_onnx_checker": "ONX203",
-    "strip_doc_string": "ONX204",
-    "_retain_param_name": "ONX205",
-    "fallback": "ONX207",
-    "aten": "ONX208",
-    "export_raw_ir": "ONX208",
-    "export_type": "ONX208",
-}
+#: keyword -> code for every legacy keyword argument of torch.onnx.export (the facts' table)
+OPTION_CODES: dict[str, str] = facts.OPTION_CODES
 
 _CODE_RE = re.compile(r"^ONX\d{0,3}$")
 
@@ -367,10 +362,10 @@ def to_text() -> str:
             ) if p
         )
         out.append(f"{e.code}  {e.summary}" + (f"  [{ver}]" if ver else ""))
-        out.append(f"    changed:     {e.changed}")
-        out.append(f"    at run time: {e.runtime}")
-        out.append(f"    use:         {e.replacement}")
-        out.append(f"    rewrite:     {e.rewrite} (fix: {e.fix})")
+        out.append(f"    changed:      {e.changed}")
+        out.append(f"    at run time:  {e.runtime}")
+        out.append(f"    replace with: {e.replacement}")
+        out.append(f"    rewrite:      {e.rewrite} (fix: {e.fix})")
     return "\n".join(out) + "\n"
 
 
@@ -461,15 +456,15 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
 #: and ``rule_page`` say why and how to migrate)
 SHORT_FIXES: dict[str, str] = {
     "ONX001": "pass dynamo=True (or dynamo=False where the model needs the TorchScript exporter)",
-    "ONX101": "use dynamic_shapes= keyed by forward() parameter names",
+    "ONX101": "use dynamic_shapes= keyed by forward() parameter names, axis names kept",
     "ONX102": "drop it; call model.eval() or model.train() before the export",
     "ONX103": "drop it; custom_translation_table= for ops without an ONNX translation",
-    "ONX104": "drop it; the torch.export exporter always folds (optimize=False keeps initializers)",
+    "ONX104": "drop True; pass optimize=False for False (with dynamo=True)",
     "ONX105": "use custom_translation_table= with onnxscript functions, or keep dynamo=False",
     "ONX106": "no torch.export equivalent; keep it with dynamo=False",
     "ONX107": "drop it; torch.export always traces through autograd.Functions",
     "ONX201": "drop it (removed in torch 1.10)",
-    "ONX202": "use external_data=True with dynamo=True (removed in torch 2.0)",
+    "ONX202": "use external_data= with the same value, with dynamo=True (removed in torch 2.0)",
     "ONX203": "drop it; call onnx.checker.check_model(path) after the export (removed in torch 1.11)",
     "ONX204": "drop it (removed in torch 1.13)",
     "ONX205": "drop it; parameter names are always kept (removed in torch 1.13)",
@@ -496,6 +491,8 @@ _FIX_SAFETY = {
               "call does (review it).",
     "none": "no automatic fix: the rewriter reports it; change the code by hand.",
 }
+_KIND_TITLES = {"dropped": "dropped", "plain": "plain torch", "shim": "compat.export only",
+                "torchscript": "TorchScript only", "lost": "nothing"}
 
 
 def to_dict(entry: Entry) -> dict[str, object]:
@@ -528,13 +525,23 @@ def rule_page(code: str) -> str:
     lines += ["## What it finds", "", f"{finds}.", "",
               "## Why", "", f"{e.changed[0].upper()}{e.changed[1:]}.", "",
               "## At run time", "", f"`compat.export` (and `compat run`): {e.runtime}.", "",
-              "## Fix", "", f"{e.rewrite[0].upper()}{e.rewrite[1:]}. Use instead: {e.replacement}.", "",
+              "## Fix", "", f"{e.rewrite[0].upper()}{e.rewrite[1:]}. Replace with: {e.replacement}.", "",
               f"Fix safety: {_FIX_SAFETY[e.fix]}", ""]
     if before:
         lines += ["## Example", "", "```python", before, "```", ""]
         if after is not None:
             lines += [f"After `{EXAMPLE_FIX.format(migrate=MIGRATE)}`:", "", "```python", after,
                       "```", ""]
-    unsafe = " --unsafe-fixes" if e.fix == "unsafe" else ""
-    lines += [f"Migrate with: {MIGRATE} --fix{unsafe} --select {e.fix_select()} PATH", ""]
+    lines += [e.hint(), ""]
     return "\n".join(lines)
+
+
+def values_markdown() -> str:
+    """What each legacy option value means today, what ``compat.export`` and ``compat.migrate``
+    do with it (docs/migrate.md; a test keeps it in sync)."""
+    head = ("code", "option", "value", "today", "compat.export at run time", "compat.migrate")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for code, option, shown, kind, runtime, rewrite in facts.rows():
+        row = (code, f"`{option}=`", shown, _KIND_TITLES[kind], runtime, rewrite)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat import catalog_facts as facts
 from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
@@ -75,13 +76,11 @@ def plan(req: ExportRequest) -> Plan:
     _initializers(req, out)
     _opset(req, out)
     _verbose(req, out)
-    for option, code, default in (
-        ("operator_export_type", "ONX103", "ONNX"),
-        ("export_modules_as_functions", "ONX106", False),
-        ("autograd_inlining", "ONX107", True),
-    ):
-        if option in given and getattr(req, option) == default:
-            out.record(code, option, f"{option}={default!r} is what the torch.export route does; dropped")
+    for option in ("operator_export_type", "export_modules_as_functions", "autograd_inlining"):
+        value = getattr(req, option)
+        if option in given and facts.disposition(option, value).kind == "dropped":  # type: ignore[union-attr]
+            out.record(facts.OPTION_CODES[option], option,
+                       f"{option}={facts.show(option, value)} is what the torch.export route does; dropped")
     return out
 
 

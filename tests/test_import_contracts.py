@@ -31,6 +31,7 @@ HEAVY = ("torch", "onnx", "onnxscript", "onnxruntime", "onnx_ir")
 MIGRATION_MAY_IMPORT = frozenset({
     "compat",  # the package itself (``__version__``); its public API loads lazily
     "compat.catalog",
+    "compat.catalog_facts",
     "compat.commands",
     "compat.errors",
     "compat.files",

@@ -14,14 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from compat.catalog_facts import OPERATOR_EXPORT_TYPES, TRAINING_MODES
 from compat.request.binding import Param, split_legacy_args, try_bind
 
 if TYPE_CHECKING:
     from compat.request.layout import InputLayout
 
 ROUTES = ("auto", "dynamo", "legacy")
-TRAINING_MODES = ("EVAL", "PRESERVE", "TRAINING")
-OPERATOR_EXPORT_TYPES = ("ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH")
+__all__ = ["OPERATOR_EXPORT_TYPES", "ROUTES", "TRAINING_MODES", "ExportRequest", "Outcome",
+           "Translation", "Usage"]
 
 
 @dataclass(frozen=True)

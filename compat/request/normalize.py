@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compat import catalog_facts as facts
 from compat.errors import (
     CompatFileNotFoundError,
     CompatPermissionError,
@@ -22,41 +23,9 @@ from compat.request import OPERATOR_EXPORT_TYPES, ROUTES, TRAINING_MODES, Export
 from compat.request.binding import Param, split_legacy_args, try_bind
 from compat.request.torchscript_only import legacy_only_reasons
 
-# Positional layouts after (model, args, f); see shared/LEGACY_PATTERNS.md.
-LAYOUT_1_3 = (
-    "export_params", "verbose", "training", "input_names", "output_names", "aten",
-    "export_raw_ir", "operator_export_type", "opset_version", "_retain_param_name",
-    "do_constant_folding", "example_outputs", "strip_doc_string", "dynamic_axes",
-    "keep_initializers_as_inputs", "custom_opsets", "enable_onnx_checker",
-    "use_external_data_format",
-)
-LAYOUT_1_10 = tuple(n for n in LAYOUT_1_3 if n != "export_raw_ir")
-LAYOUT_1_11 = (
-    "export_params", "verbose", "training", "input_names", "output_names",
-    "operator_export_type", "opset_version", "do_constant_folding", "dynamic_axes",
-    "keep_initializers_as_inputs", "custom_opsets", "export_modules_as_functions",
-    "autograd_inlining",
-)
-
-MODERN_KEYWORDS = (
-    "kwargs", "verbose", "input_names", "output_names", "opset_version", "dynamo",
-    "external_data", "dynamic_shapes", "custom_translation_table", "report", "optimize",
-    "verify", "profile", "dump_exported_program", "artifacts_dir", "export_params",
-    "keep_initializers_as_inputs", "dynamic_axes", "training", "operator_export_type",
-    "do_constant_folding", "custom_opsets", "export_modules_as_functions", "autograd_inlining",
-)
-REMOVED_KEYWORDS = (
-    "example_outputs", "use_external_data_format", "enable_onnx_checker", "strip_doc_string",
-    "_retain_param_name", "aten", "export_raw_ir", "export_type", "fallback",
-)
+#: compat.export's own keywords; torch's (current and removed) are the catalog's
 COMPAT_KEYWORDS = ("route", "strict")
-#: legacy export entry points (reached through compat.patch()) and their catalog codes
-ENTRY_CODES = {
-    "torch.onnx.utils.export": "ONX403",
-    "torch.onnx._export": "ONX403",
-    "torch.onnx.dynamo_export": "ONX401",
-}
-ALL_KEYWORDS = frozenset(MODERN_KEYWORDS + REMOVED_KEYWORDS + COMPAT_KEYWORDS)
+ALL_KEYWORDS = frozenset(facts.CURRENT_KEYWORDS + facts.REMOVED_KEYWORDS + COMPAT_KEYWORDS)
 
 _BOOL_OPTIONS = (
     "export_params", "do_constant_folding", "autograd_inlining", "report", "optimize", "verify",
@@ -66,13 +35,12 @@ _BOOL_OPTIONS = (
 _OPTIONAL_BOOL_OPTIONS = ("verbose", "keep_initializers_as_inputs", "dynamo", "external_data", "strict")
 
 
-def pick_layout(positional: Sequence[Any]) -> tuple[str, ...]:
-    """The torch version's positional layout that ``positional`` (options after f) follows."""
-    if len(positional) > 5 and isinstance(positional[5], bool):
-        if len(positional) > 6 and isinstance(positional[6], bool):
-            return LAYOUT_1_3
-        return LAYOUT_1_10
-    return LAYOUT_1_11
+def pick_layout(positional: Sequence[Any]) -> tuple[str, tuple[str, ...]]:
+    """(label, names) of the catalog's positional layout that ``positional`` (options after
+    f) follows; values are known at run time, so it can always be told."""
+    found = facts.positional_layout(len(positional), lambda i: isinstance(positional[i], bool))
+    assert found is not None  # is_bool never answers None here
+    return found
 
 
 def normalize(
@@ -91,7 +59,7 @@ def normalize(
     usages: list[Usage] = []
     opts: dict[str, Any] = {}
     if positional:
-        layout = pick_layout(positional)
+        label, layout = pick_layout(positional)
         if len(positional) > len(layout):
             raise CompatTypeError(
                 f"export() takes at most {3 + len(layout)} positional arguments "
@@ -102,7 +70,7 @@ def normalize(
                 raise CompatTypeError(f"export() got multiple values for argument {name!r}")
             opts[name] = value
         usages.append(Usage("ONX206", ", ".join(layout[: len(positional)]),
-                            f"torch {_layout_label(layout)} positional layout"))
+                            f"torch {label} positional layout"))
     for name, value in options.items():
         if name not in ALL_KEYWORDS:
             close = difflib.get_close_matches(name, sorted(ALL_KEYWORDS), n=1)
@@ -110,10 +78,6 @@ def normalize(
             raise CompatTypeError(f"export() got an unexpected keyword argument {name!r}{hint}")
         opts[name] = value
     return _build(model, args, f, opts, usages, _call_site, _entry)
-
-
-def _layout_label(layout: tuple[str, ...]) -> str:
-    return {LAYOUT_1_3: "1.3-1.9", LAYOUT_1_10: "1.10"}.get(layout, "1.11-2.4")
 
 
 def _build(
@@ -128,16 +92,14 @@ def _build(
         if opts.get(name) is not None and not isinstance(opts[name], bool):
             raise CompatTypeError(f"{name} must be a bool or None, got {type(opts[name]).__name__}")
 
-    from compat.catalog import OPTION_CODES
-
     fields: dict[str, Any] = {}
     given = set(opts)
     for name, value in opts.items():
-        code = OPTION_CODES.get(name)
+        code = facts.OPTION_CODES.get(name)
         if code and _is_legacy_usage(name, value):
             usages.append(Usage(code, name))
-    if entry in ENTRY_CODES:
-        usages.insert(0, Usage(ENTRY_CODES[entry], entry))
+    if entry in facts.ENTRY_CODES:
+        usages.insert(0, Usage(facts.ENTRY_CODES[entry], entry))
     if entry != "compat.export" and "dynamo" not in opts and "fallback" not in opts:
         usages.append(Usage("ONX001", "dynamo", f"{entry} without dynamo="))
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import compat
+from compat import catalog_facts as facts
 from compat.request import normalize
 from compat.errors import CompatError, CompatFileNotFoundError, CompatTypeError, CompatValueError
 
@@ -34,7 +35,7 @@ def test_torch_1_10_layout_told_apart_by_aten_bool(net):
     # 1.10: ..., output_names, aten, operator_export_type, opset_version
     req = normalize.normalize(net, X, "m.onnx", True, False, None, ["x"], ["y"], False, None, 12)
     assert req.opset_version == 12
-    assert normalize.pick_layout((True, False, None, ["x"], ["y"], False, None)) == normalize.LAYOUT_1_10
+    assert normalize.pick_layout((True, False, None, ["x"], ["y"], False, None)) == ("1.10", facts.LAYOUT_1_10)
 
 
 def test_torch_1_11_layout(net):
@@ -42,7 +43,7 @@ def test_torch_1_11_layout(net):
     req = normalize.normalize(net, X, "m.onnx", True, False, None, ["x"], ["y"], ot, 13, False)
     assert req.operator_export_type == "ONNX_ATEN_FALLBACK"
     assert req.opset_version == 13 and req.do_constant_folding is False
-    assert normalize.pick_layout((True, False, None, ["x"], ["y"], ot)) == normalize.LAYOUT_1_11
+    assert normalize.pick_layout((True, False, None, ["x"], ["y"], ot)) == ("1.11-2.4", facts.LAYOUT_1_11)
 
 
 def test_removed_keywords_are_accepted_and_recorded(net):
