@@ -386,16 +386,17 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
     "ONX103": (('torch.onnx.export(model, (x,), "model.onnx",\n'
                '                  operator_export_type=torch.onnx.OperatorExportTypes.ONNX)'),
                'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
-    "ONX104": ('torch.onnx.export(model, (x,), "model.onnx", do_constant_folding=True)',
-               'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
+    "ONX104": ('torch.onnx.export(model, (x,), "model.onnx", do_constant_folding=False)',
+               ('torch.onnx.export(model, (x,), "model.onnx", optimize=False, dynamo=True, '
+                'external_data=False)')),
     "ONX105": ('torch.onnx.export(model, (x,), "model.onnx", custom_opsets={"mydomain": 1})',
-               ('# compat.migrate: dynamo=False because custom_opsets={"mydomain": 1} needs the '
-               'TorchScript exporter\n'
+               ('# compat.migrate: dynamo=False because custom_opsets={"mydomain": 1} is ignored '
+               "by torch's torch.export exporter (only compat.export translates it there)\n"
                'torch.onnx.export(model, (x,), "model.onnx", custom_opsets={"mydomain": 1}, '
                'dynamo=False)')),
     "ONX106": ('torch.onnx.export(model, (x,), "model.onnx", export_modules_as_functions=True)',
-               ('# compat.migrate: dynamo=False because export_modules_as_functions=True needs the '
-               'TorchScript exporter\n'
+               ('# compat.migrate: dynamo=False because export_modules_as_functions=True is '
+               'honoured only by the TorchScript exporter\n'
                'torch.onnx.export(model, (x,), "model.onnx", export_modules_as_functions=True, '
                'dynamo=False)')),
     "ONX107": ('torch.onnx.export(model, (x,), "model.onnx", autograd_inlining=True)',
@@ -418,8 +419,8 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
     "ONX207": ('torch.onnx.export(model, (x,), "model.onnx", fallback=True)',
                'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
     "ONX208": ('torch.onnx.export(model, (x,), "model.onnx", aten=True)',
-               ('# compat.migrate: dynamo=False because aten=True (ONNX_ATEN) needs the TorchScript '
-               'exporter\n'
+               ('# compat.migrate: dynamo=False because aten=True is honoured only by the '
+               'TorchScript exporter\n'
                'torch.onnx.export(model, (x,), "model.onnx", '
                'operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN, dynamo=False)')),
     "ONX301": ('torch.onnx.register_custom_op_symbolic("mylib::op", op_symbolic, 17)',

@@ -9,11 +9,11 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from compat import catalog_facts as facts
 from compat.catalog import DYNAMO_KEYWORD_SINCE
 
 from .model import Applicability, Edit, Finding, Key
@@ -45,7 +45,7 @@ class ExportCall:
     scope: list[Scope]
     options: dict[str, Option] = field(default_factory=dict)
     keywordize: tuple[Edit, ...] = ()  # the ONX206 edits; prerequisites of fixes of mapped options
-    layout: str | None = None  # "1.x", "1.10", "1.11" when options were positional
+    layout: str | None = None  # the catalog's layout label ("1.3-1.9", ...) of positional options
     ambiguous: bool = False
     star_args: bool = False
     star_kwargs: list[ast.expr] = field(default_factory=list)
@@ -346,6 +346,47 @@ def member(node: ast.expr | None) -> str | None:
     return parts[-1] if parts else None
 
 
+def option_value(node: ast.expr | None) -> object:
+    """An option's value as the catalog's facts read it: a literal, the name of an enum member
+    (``TrainingMode.TRAINING`` -> ``"TRAINING"``: an upper-case last name of a dotted one), or
+    ``catalog_facts.UNKNOWN``."""
+    value = literal(node)
+    if value is not ...:
+        return value
+    parts = dotted(node) if node is not None else None
+    if parts and len(parts) > 1 and parts[-1].isupper():
+        return parts[-1]
+    return facts.UNKNOWN
+
+
+def disposition(opt: Option) -> facts.Disposition | None:
+    """What the catalog says ``opt``'s value means today (None: not a legacy option)."""
+    return facts.disposition(opt.name, option_value(opt.value))
+
+
+def _is_bool(node: ast.expr) -> bool | None:
+    """Whether a positional option is a bool: True for a bool literal, False for what the 1.11+
+    layout's 6th position takes (an ``OperatorExportTypes`` member or None), None otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return True
+    if isinstance(node, ast.Constant) and node.value is None:
+        return False
+    name = member(node)
+    if name in facts.OPERATOR_EXPORT_TYPES_1X or "OperatorExportTypes" in ast.dump(node):
+        return False
+    return None
+
+
+def map_positional(extra: list[ast.expr]) -> tuple[list[str] | None, str | None]:
+    """Names of positional options after ``f`` and the catalog's layout label; (None, None)
+    when the layout cannot be told or holds fewer options."""
+    found = facts.positional_layout(len(extra), lambda i: _is_bool(extra[i]))
+    if found is None or len(extra) > len(found[1]):
+        return None, None
+    label, layout = found
+    return list(layout[: len(extra)]), label
+
+
 def kwargs_may_set_dynamo(ctx: Context, expr: ast.expr, scope: list[Scope]) -> bool:
     """Whether a ``**expr`` forwards ``dynamo=`` (version gates such as ``{"dynamo": False}``)."""
     if _DYNAMO_KEY.search(ctx.src(expr)):
@@ -361,14 +402,8 @@ def kwargs_may_set_dynamo(ctx: Context, expr: ast.expr, scope: list[Scope]) -> b
     return False
 
 
-#: names of the positional options after ``f`` and the layout's name, (None, None) when the
-#: layout cannot be told; provided by a rule (the positional layouts are an ONX2 fact)
-PositionalMap = Callable[[list[ast.expr]], tuple[list[str] | None, str | None]]
-
-
-def build_export_call(ctx: Context, node: ast.Call, scope: list[Scope],
-                      map_positional: PositionalMap) -> ExportCall:
-    """Collect the options of an export call, mapping positional ones with ``map_positional``."""
+def build_export_call(ctx: Context, node: ast.Call, scope: list[Scope]) -> ExportCall:
+    """Collect the options of an export call, mapping positional ones by the catalog's layouts."""
     ec = ExportCall(node=node, key=ctx.key(node), scope=list(scope))
     pos = node.args
     ec.star_args = any(isinstance(a, ast.Starred) for a in pos)

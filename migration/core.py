@@ -80,11 +80,14 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
     for f in found:
         (out if opts.wanted(f.code) and not noqa.suppressed(f) else off).append(f)
     # edits belong to the finding that makes them: a fix that needs a suppressed or unselected
-    # finding's edits (e.g. ONX001's dynamo=, ONX206's keywords) is reported without a fix
+    # finding's edits (e.g. ONX001's dynamo=, ONX206's keywords) is reported without a fix; its
+    # hint selects the unselected ones (a suppressed one stays suppressed: no fix then)
     foreign = {e for f in off for e in f.edits if e.kind != "import"}
     if foreign:
+        muted = {e for f in off if noqa.suppressed(f) for e in f.edits if e.kind != "import"}
         for f in out:
             if foreign.intersection(f.edits):
+                f.held = "none" if muted.intersection(f.edits) else f.applicability
                 f.edits, f.applicability = (), "none"
     out.sort(key=lambda f: (f.line, f.column, f.code))
     return [_with_source(f, lines) for f in out]

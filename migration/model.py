@@ -38,15 +38,20 @@ class Finding:
     lines: tuple[int, ...] = ()  # other lines where a `# noqa` also applies (e.g. the call's line)
     cell: int | None = None  # notebooks: 1-based cell number; ``line`` counts within the cell
     needs: tuple[str, ...] = ()  # codes whose edits this fix shares: its hint selects them too
+    #: the fix's applicability when it is held back because it shares the edits of a finding
+    #: not selected (``needs`` selects it); "none" otherwise
+    held: Applicability = "none"
     source: str = field(default="", compare=False, repr=False)  # the reported line's text
 
     @property
     def message(self) -> str:
         """The catalog's message (so runtime warnings and findings agree), plus a site note;
-        without the leading code (every format shows ``code`` on its own)."""
+        without the leading code (every format shows ``code`` on its own). Its hint is the
+        command that applies this finding's fix, as printed, or what to do without one."""
         entry = BY_CODE.get(self.code)
-        select = ",".join((*self.needs, self.code)) if self.edits else None
-        base = entry.message(self.path or "PATH", select).removeprefix(self.code + " ") \
+        fix = self.applicability if self.edits else self.held
+        select = ",".join((*self.needs, self.code)) if fix != "none" else None
+        base = entry.message(self.path or "PATH", select, fix).removeprefix(self.code + " ") \
             if entry else self.note
         if entry and self.note:
             return f"{base} [{self.note}]"

@@ -7,14 +7,14 @@ import json
 import re
 from collections import Counter
 
-from compat.catalog import BY_CODE
+from compat.catalog import BY_CODE, MIGRATE_WITH, NO_FIX
 
 from .model import Finding
 
 FORMATS = ("text", "concise", "full", "json", "sarif", "github")
 #: the formats for people: a summary line follows them ("text" is "concise")
 TEXT_FORMATS = ("text", "concise", "full")
-_HINT = " Migrate with: "
+_HINTS = (" " + MIGRATE_WITH, " " + NO_FIX)
 _WORD = re.compile(r"[\w.]+")
 
 
@@ -84,11 +84,12 @@ def _width(line: str, start: int) -> int:
 
 
 def _split_hint(f: Finding) -> tuple[str, str]:
-    """The finding's message without its ``Migrate with:`` command, and that command."""
+    """The finding's message without its hint (the ``Migrate with:`` command, or what to do
+    without a fix), and that hint."""
     message = f.message.removeprefix(f.code + " ")
     note = f" [{f.note}]" if f.note and message.endswith(f" [{f.note}]") else ""
     body = message[:len(message) - len(note)]
-    at = body.find(_HINT)
+    at = max(body.rfind(h) for h in _HINTS)
     if at < 0:
         return message, ""
     return body[:at] + note, body[at + 1:]

@@ -10,7 +10,6 @@ Hooks and their signatures (``ctx``: the module's ``Context``, ``scope``: the sc
 - ``prepare(ctx)``: module-level facts, before the walk.
 - ``call(ctx, node, scope, quals)``: every call of a dotted name; a hook returning True says
   the call is an export call (an alias the rewrite turns into ``torch.onnx.export``).
-- ``positional(extra)``: the one mapper of positional options after ``f`` to their names.
 - ``export(ctx, ec)``: an export call, before its route is decided.
 - ``route(ctx, ec)``: the one route decision; returns the route the next hooks read.
 - ``routed_export(ctx, ec, route)``: an export call whose route is known.
@@ -29,9 +28,9 @@ from typing import Any, TypeVar
 from .analysis import EXPORT, Context, build_export_call
 from .resolve import Scope
 
-HOOKS = ("prepare", "call", "positional", "export", "route", "routed_export", "if", "with",
-         "import", "class", "reference")
-SINGLE = ("positional", "route")  # exactly one rule provides these
+HOOKS = ("prepare", "call", "export", "route", "routed_export", "if", "with", "import", "class",
+         "reference")
+SINGLE = ("route",)  # exactly one rule provides these
 
 F = TypeVar("F", bound=Callable[..., Any])
 _TABLE: dict[str, list[tuple[int, int, Callable[..., Any]]]] = {h: [] for h in HOOKS}
@@ -70,7 +69,6 @@ class Rules:
                 raise RuntimeError(f"rule hook {name!r} needs exactly one provider, "
                                    f"found {len(hooks.get(name, ()))}")
         self.hooks = hooks
-        self.map_positional = hooks["positional"][0]
         self.decide_route = hooks["route"][0]
 
     def names(self, hook: str) -> list[str]:
@@ -90,7 +88,7 @@ class Rules:
             is_export = bool(f(ctx, node, scope, quals)) or is_export
         if not (is_export or EXPORT in quals):
             return
-        ec = build_export_call(ctx, node, scope, self.map_positional)
+        ec = build_export_call(ctx, node, scope)
         ec.custom_symbolics = bool(ctx.facts.get("custom_symbolics"))
         for f in self.hooks["export"]:
             f(ctx, ec)

@@ -70,12 +70,15 @@ def explain() -> bool:
     return env_explain()
 
 
-def make_warning(code: str, detail: str = "", path: str = "PATH", subject: str = "") -> LegacyExportWarning:
+def make_warning(code: str, detail: str = "", path: str = "PATH", subject: str = "",
+                 select: str | None = None, fixable: bool = True) -> LegacyExportWarning:
     """The warning for one legacy usage: by default one line (code, ``subject``, the short fix,
-    ``detail``); with ``explain()`` the catalog's long text for ``path``."""
+    ``detail``); with ``explain()`` the catalog's long text for ``path``, whose migrate command
+    selects ``select`` (default: the codes the entry's fix may need); no command when not
+    ``fixable`` (a ``compat.export`` call: the rewriter leaves it alone)."""
     entry = catalog.get(code)
     if explain():
-        text = entry.message(path)
+        text = entry.message(path, select, None if fixable else "none")
         detail = detail or subject
         text = f"{text} [{detail}]" if detail else text
     else:
@@ -87,13 +90,17 @@ def make_warning(code: str, detail: str = "", path: str = "PATH", subject: str =
 
 def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
     """Emit one LegacyExportWarning per usage at the user's line; returns the codes."""
+    usages = list(usages)
+    present = {u.code for u in usages}
     codes: list[str] = []
     for usage in usages:
         if usage.code in codes:
             continue
         codes.append(usage.code)
         subject = usage.detail or (f"{usage.option}=" if usage.option else "")
-        emit(make_warning(usage.code, path=site.filename, subject=subject), site)
+        select = catalog.get(usage.code).fix_select(present)
+        emit(make_warning(usage.code, path=site.filename, subject=subject, select=select,
+                          fixable=not usage.via_shim), site)
     return codes
 
 
@@ -179,7 +186,7 @@ def api_usage(code: str, site: CallSite) -> None:
     from compat.policy.config import resolve_strict
 
     if resolve_strict(None, str(site)):
-        raise_strict([Usage(code, catalog.get(code).name)])
+        raise_strict([Usage(code, catalog.get(code).name)], site.filename)
     emit(make_warning(code, path=site.filename), site)
     if code not in _pending_api_codes:
         _pending_api_codes.append(code)
@@ -192,14 +199,19 @@ def take_api_codes() -> list[str]:
     return codes
 
 
-def raise_strict(usages: Iterable[Usage]) -> None:
+def raise_strict(usages: Iterable[Usage], path: str | None = None) -> None:
     """Strict mode: the legacy usages become one error (code ``usages[0]``): one line naming
-    every usage (code and option); with ``explain()`` the long text of each, one per line."""
+    every usage (code and option); with ``explain()`` the long text of each, one per line, its
+    migrate command naming ``path`` (default: the file of the user's call)."""
     usages = list(usages)
     if not usages:
         return
     if explain():
-        lines = [catalog.get(u.code).message() for u in usages]
+        path = path or find_call_site().filename
+        present = {u.code for u in usages}
+        lines = [catalog.get(u.code).message(path, catalog.get(u.code).fix_select(present),
+                                             "none" if u.via_shim else None)
+                 for u in usages]
         text = "legacy torch.onnx usage (strict mode):\n  " + "\n  ".join(lines)
     else:
         found = ", ".join(f"{u.code} {u.detail or _option(u)}" for u in usages)

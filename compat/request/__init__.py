@@ -27,11 +27,15 @@ __all__ = ["OPERATOR_EXPORT_TYPES", "ROUTES", "TRAINING_MODES", "ExportRequest",
 
 @dataclass(frozen=True)
 class Usage:
-    """A legacy usage found while normalising a call (a catalog code and the option)."""
+    """A legacy usage found while normalising a call (a catalog code and the option).
+
+    ``via_shim``: found at a ``compat.export`` call, which the rewriter leaves as it is (its
+    messages then name no migrate command)."""
 
     code: str
     option: str
     detail: str = ""
+    via_shim: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ a ``CompatError`` naming the argument and the target file is never touched.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import io
 import os
@@ -102,6 +103,8 @@ def _build(
         usages.insert(0, Usage(facts.ENTRY_CODES[entry], entry))
     if entry != "compat.export" and "dynamo" not in opts and "fallback" not in opts:
         usages.append(Usage("ONX001", "dynamo", f"{entry} without dynamo="))
+    if entry == "compat.export":
+        usages[:] = [dataclasses.replace(u, via_shim=True) for u in usages]
 
     # removed 1.x options
     opts.pop("example_outputs", None)

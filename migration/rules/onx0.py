@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET, OPTION_CODES
+from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
+from compat.catalog_facts import OPTION_CODES
 
 from ..analysis import Context, ExportCall, literal
 from ..ledger import shim_only

@@ -1,13 +1,20 @@
-"""ONX101-107: options the torch.export exporter ignores or translates differently."""
+"""ONX101-107: options the torch.export exporter ignores or translates differently.
+
+What each value means today is the catalog's (``compat.catalog_facts``): dropped values are
+dropped, plain-torch ones get their spelling (``do_constant_folding=False`` -> ``optimize=False``,
+literal ``dynamic_axes`` -> ``dynamic_shapes``, ``training=EVAL`` -> ``model.eval()``), and values
+only the shim translates or only the TorchScript exporter honours keep the call on a route that
+honours them (``dynamo=False``, or ``compat.export``: see onx0).
+"""
 
 from __future__ import annotations
 
 import ast
 from typing import TYPE_CHECKING
 
-from compat.catalog import OPTION_CODES
+from compat import catalog_facts as facts
 
-from ..analysis import SHIM_MODULES, Context, ExportCall, Option, literal, member
+from ..analysis import SHIM_MODULES, Context, ExportCall, Option, disposition, literal
 from ..model import Edit
 from ..registry import register
 from ..resolve import Scope, dotted
@@ -15,21 +22,11 @@ from ..resolve import Scope, dotted
 if TYPE_CHECKING:
     from .onx0 import Route
 
-# Keywords distinctive enough to report on calls of project-local wrappers (not `training=`).
-WRAPPER_KEYWORDS = (
-    "dynamic_axes", "operator_export_type", "do_constant_folding", "custom_opsets",
-    "export_modules_as_functions", "autograd_inlining", "example_outputs",
-    "use_external_data_format", "enable_onnx_checker", "strip_doc_string", "_retain_param_name",
-)
-
-
-def _training(node: ast.expr) -> str | None:
-    value = literal(node)
-    if value is False or value is None:  # torch 1.x: None (the 1.11 layout's default) is EVAL
-        return "EVAL"
-    if value is True:
-        return "TRAINING"
-    return member(node) if member(node) in {"EVAL", "TRAINING", "PRESERVE"} else None
+#: keywords distinctive enough to report on calls of project-local wrappers (not `training=`)
+WRAPPER_KEYWORDS = tuple(o for o in facts.OPTION_CODES
+                         if o not in ("training", "fallback", "aten", "export_raw_ir", "export_type"))
+#: what keeps a value's meaning only off plain torch's torch.export route
+_KEPT = ("shim", "torchscript")
 
 
 def _bool_training_fix(ctx: Context, ec: ExportCall, opt: Option) -> Edit | None:
@@ -42,63 +39,56 @@ def _bool_training_fix(ctx: Context, ec: ExportCall, opt: Option) -> Edit | None
     return Edit("set", ec.key, ("training", f"{ref}.TrainingMode.TRAINING")) if ref else None
 
 
+def _kind(opt: Option) -> str | None:
+    found = disposition(opt)
+    return found.kind if found is not None else None
+
+
 def harmless(ctx: Context, ec: ExportCall, opt: Option) -> bool:
-    """True when the option's value is what the torch.export exporter does anyway."""
-    value = literal(opt.value)
-    name = opt.name
-    if name == "training":
-        return _training(opt.value) == "EVAL"
-    if name == "operator_export_type":
-        return member(opt.value) == "ONNX" or value is None
-    if name in ("do_constant_folding", "autograd_inlining"):
-        return value is True
-    if name == "export_modules_as_functions":
-        return value is False
-    if name == "custom_opsets":
-        return value is None or value == {}
-    if name == "dynamic_axes":
-        return value is None or dynamic_shapes_code(ctx, ec) is not None
-    return False
+    """True when the option's value is what the torch.export exporter does anyway (the
+    catalog's "dropped", ``training=EVAL``, or ``dynamic_axes`` the rewriter can convert)."""
+    if opt.name == "dynamic_axes":
+        return literal(opt.value) is None or dynamic_shapes_code(ctx, ec) is not None
+    if opt.name == "training":
+        return _kind(opt) in ("dropped", "plain")
+    return _kind(opt) == "dropped"
 
 
 def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
-    """ONX1 options whose meaning only the TorchScript exporter keeps: (code, reason)."""
+    """Options (ONX1 and removed ones) whose value plain torch honours only with
+    ``dynamo=False``, by the catalog: (code, reason). ``dynamic_axes`` the rewriter cannot
+    convert is one too (the TorchScript exporter reads it as it is)."""
     out = []
     for name, opt in ec.options.items():
-        code = OPTION_CODES.get(name)
-        if code and code.startswith("ONX1") and not harmless(ctx, ec, opt):
-            if name == "dynamic_axes":
-                why = _axes_reason(ctx, ec)
-            else:
-                why = f"{name}={ctx.src(opt.value)} needs the TorchScript exporter"
-            out.append((code, why))
+        found = disposition(opt)
+        if found is None:
+            continue
+        if name == "dynamic_axes":
+            if not harmless(ctx, ec, opt):
+                out.append((found.code, _axes_reason(ctx, ec)))
+        elif found.kind in _KEPT:
+            out.append((found.code, found.reason(ctx.src(opt.value))))
     return out
 
 
 def translated_pins(ctx: Context, ec: ExportCall, record: dict | None) -> list[tuple[str, str]]:
-    """Options the shim translated on the torch.export route (the ledger record's
-    ``translations``) that plain torch ignores there: only ``dynamo=False`` keeps them.
+    """Options of a call the ledger shows exported on the shim's torch.export route whose
+    values only the shim translates there (the catalog's "shim" values: ``training=TRAINING``,
+    ``custom_opsets``, ...): plain torch ignores them on that route, so only ``dynamo=False``
+    (or ``compat.export``) keeps them; never dropped.
 
-    ``dynamic_axes`` (converted to ``dynamic_shapes``) and ``do_constant_folding=False``
-    (``optimize=False``) have a plain-torch spelling on that route and are not listed.
+    Plain-torch values (``dynamic_axes`` -> ``dynamic_shapes``, ``do_constant_folding=False``
+    -> ``optimize=False``) are spelled on that route and are not listed.
     """
-    done = {(t.get("code"), t.get("option")) for t in (record or {}).get("translations") or ()
-            if isinstance(t, dict)}
     out = []
     for name, opt in ec.options.items():
-        code = OPTION_CODES.get(name)
-        if not code or not code.startswith("ONX1") or (code, name) not in done \
-                or name == "dynamic_axes" or harmless(ctx, ec, opt) or _optimize_spelling(opt):
+        found = disposition(opt)
+        if found is None or not found.code.startswith("ONX1") or found.kind not in _KEPT:
             continue
         why = (f"the shim translated {name}={ctx.src(opt.value)} on the torch.export route; "
                "plain torch ignores it there")
-        out.append((code, why))
+        out.append((found.code, why))
     return out
-
-
-def _optimize_spelling(opt: Option) -> bool:
-    """``do_constant_folding=False`` is ``optimize=False`` on the torch.export route."""
-    return opt.name == "do_constant_folding" and literal(opt.value) is False
 
 
 def _axes_reason(ctx: Context, ec: ExportCall) -> str:
@@ -319,7 +309,7 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
     """ONX101-107 on an export call whose route is known."""
     if route.old_torch:  # the default exporter differs between the torch versions supported
         for name, opt in ec.options.items():
-            code = OPTION_CODES.get(name)
+            code = facts.OPTION_CODES.get(name)
             if code and code.startswith("ONX1") and not harmless(ctx, ec, opt):
                 ctx.emit(code, opt.value, anchor=ec.node,
                          note="kept: the supported torch versions export by different routes")
@@ -329,7 +319,7 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
     k = ec.key
     pinned = {c for c, _ in route.pins}
     for name, opt in list(ec.options.items()):
-        code = OPTION_CODES.get(name)
+        code = facts.OPTION_CODES.get(name)
         if not code or not code.startswith("ONX1"):
             continue
         if not route.dynamo:
@@ -344,16 +334,13 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
                          note="kept, with dynamo=False", anchor=ec.node)
             continue
         add_route = () if route.explicit else route.pin_edits
-        if route.from_ledger and _optimize_spelling(opt):
+        if name == "do_constant_folding" and _kind(opt) == "plain":
+            # what the shim passes on the torch.export route: optimize= with the same value
+            # (an explicit optimize= wins there, so the option is dropped beside one)
             edit = (Edit("drop", k, (name,)) if "optimize" in ec.options
                     else Edit("rename", k, (name, "optimize")))
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, edit, *add_route),
-                     note="optimize=False keeps the parameters un-folded, as the shim did",
-                     anchor=ec.node)
-        elif not harmless(ctx, ec, opt) and route.from_ledger and name != "dynamic_axes":
-            ctx.emit(code, opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (name,)),
-                                                           *add_route),
-                     note="dropped: the ledger shows this call exported on the torch.export route",
+                     note="optimize=False keeps the parameters un-folded, as the shim does",
                      anchor=ec.node)
         elif not harmless(ctx, ec, opt):
             ctx.emit(code, opt.value, note="ignored with dynamo=True", anchor=ec.node)
@@ -393,6 +380,6 @@ def check_wrapper_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: 
     for kw in node.keywords:
         if kw.arg in WRAPPER_KEYWORDS:
             name = ctx.src(node.func)
-            ctx.emit(OPTION_CODES[kw.arg], kw.value,
+            ctx.emit(facts.OPTION_CODES[kw.arg], kw.value,
                      note=f"passed to {name}(), which may forward it to torch.onnx.export",
                      anchor=node)

@@ -7,59 +7,17 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from ..analysis import Context, ExportCall, literal, member
+from compat import catalog_facts as facts
+
+from ..analysis import Context, ExportCall, Option, disposition, literal
 from ..model import Edit
 from ..registry import register
 
 if TYPE_CHECKING:
     from .onx0 import Route
 
-# Positional layouts after (model, args, f); see LEGACY_PATTERNS.md.
-LAYOUT_1X = (
-    "export_params", "verbose", "training", "input_names", "output_names", "aten", "export_raw_ir",
-    "operator_export_type", "opset_version", "_retain_param_name", "do_constant_folding",
-    "example_outputs", "strip_doc_string", "dynamic_axes", "keep_initializers_as_inputs",
-    "custom_opsets", "enable_onnx_checker", "use_external_data_format",
-)
-LAYOUT_110 = tuple(n for n in LAYOUT_1X if n != "export_raw_ir")
-LAYOUT_111 = (
-    "export_params", "verbose", "training", "input_names", "output_names", "operator_export_type",
-    "opset_version", "do_constant_folding", "dynamic_axes", "keep_initializers_as_inputs",
-    "custom_opsets", "export_modules_as_functions", "autograd_inlining",
-)
-_OPERATOR_TYPES = {"ONNX", "ONNX_ATEN", "ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH", "RAW"}
-
-
-def _is_bool(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, bool)
-
-
-def _is_operator_type(node: ast.expr) -> bool:
-    if isinstance(node, ast.Constant) and node.value is None:
-        return True
-    return member(node) in _OPERATOR_TYPES or "OperatorExportTypes" in ast.dump(node)
-
-
-@register("positional")
-def map_positional(extra: list[ast.expr]) -> tuple[list[str] | None, str | None]:
-    """Names of positional options after ``f``; (None, None) when the layout cannot be told.
-
-    A bool at the 6th position means the torch 1.x layout (``aten``); an OperatorExportTypes or
-    None there means the 1.11+ one; a bool at the 7th (``export_raw_ir``) means 1.9 or older.
-    """
-    if len(extra) <= 5:
-        return list(LAYOUT_111[: len(extra)]), "any"
-    sixth = extra[5]
-    if _is_bool(sixth):
-        layout = LAYOUT_1X if len(extra) > 6 and _is_bool(extra[6]) else LAYOUT_110
-        name = "1.x" if layout is LAYOUT_1X else "1.10"
-    elif _is_operator_type(sixth):
-        layout, name = LAYOUT_111, "1.11"
-    else:
-        return None, None
-    if len(extra) > len(layout):
-        return None, None
-    return list(layout[: len(extra)]), name
+#: removed options with a fix of their own; the others are dropped where the catalog says so
+_OWN_FIX = ("use_external_data_format", "enable_onnx_checker", "fallback", "aten")
 
 
 @register("export")
@@ -74,12 +32,16 @@ def check_export(ctx: Context, ec: ExportCall) -> None:
             ctx.emit("ONX206", node.args[3], "safe", ec.keywordize,
                      note=f"torch {ec.layout} layout", anchor=node)
     k = ec.key
-    for name in ("example_outputs", "strip_doc_string", "_retain_param_name"):
+    for name in facts.REMOVED_KEYWORDS:
         opt = ec.options.get(name)
-        if opt:
-            code = {"example_outputs": "ONX201", "strip_doc_string": "ONX204"}.get(name, "ONX205")
-            ctx.emit(code, opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (name,))),
+        found = disposition(opt) if opt is not None and name not in _OWN_FIX else None
+        if found is None:
+            continue
+        if found.kind == "dropped":
+            ctx.emit(found.code, opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (name,))),
                      anchor=node)
+        else:  # no exporter of current torch honours it
+            ctx.emit(found.code, opt.value, note=f"{name}= has no modern equivalent", anchor=node)
     opt = ec.options.get("enable_onnx_checker")
     if opt:
         _checker(ctx, ec, opt)
@@ -91,10 +53,9 @@ def check_export(ctx: Context, ec: ExportCall) -> None:
                  ec.edits_for(opt, Edit("drop", k, ("fallback",))),
                  note="route chosen from the ledger" if evidence else "route chosen statically",
                  anchor=node)
-    for name in ("aten", "export_raw_ir", "export_type"):
-        opt = ec.options.get(name)
-        if opt:
-            _onx208(ctx, ec, opt)
+    opt = ec.options.get("aten")
+    if opt:
+        _aten(ctx, ec, opt)
 
 
 @register("routed_export", order=10)
@@ -145,10 +106,11 @@ def _pure(expr: ast.expr) -> bool:
                               ast.expr_context)) for n in ast.walk(expr))
 
 
-def _checker(ctx: Context, ec: ExportCall, opt) -> None:
+def _checker(ctx: Context, ec: ExportCall, opt: Option) -> None:
     value = literal(opt.value)
     drop = Edit("drop", ec.key, (opt.name,))
-    if value is False or value is None:
+    found = disposition(opt)
+    if found is not None and found.kind == "dropped":
         ctx.emit("ONX203", opt.value, "safe", ec.edits_for(opt, drop), anchor=ec.node)
     elif value is True and ec.f is not None and literal(ec.f) is not None \
             and ctx.block_statement(ec.node) is not None:
@@ -161,10 +123,16 @@ def _checker(ctx: Context, ec: ExportCall, opt) -> None:
         ctx.emit("ONX203", opt.value, anchor=ec.node)
 
 
-def _onx208(ctx: Context, ec: ExportCall, opt) -> None:
-    value = literal(opt.value)
+def _aten(ctx: Context, ec: ExportCall, opt: Option) -> None:
+    """``aten=True`` is ``operator_export_type=ONNX_ATEN`` (the TorchScript exporter's; the
+    route pin says so), ``aten=False`` means nothing."""
     k = ec.key
-    if opt.name == "aten" and value is True and "operator_export_type" not in ec.options:
+    found = disposition(opt)
+    if found is not None and found.kind == "dropped":
+        ctx.emit("ONX208", opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (opt.name,))),
+                 anchor=ec.node)
+        return
+    if literal(opt.value) is True and "operator_export_type" not in ec.options:
         ref = ctx.module_ref("torch.onnx", ec.scope)
         if ref:
             edits = ec.edits_for(opt, Edit("rename", k, ("aten", "operator_export_type")),
@@ -173,26 +141,21 @@ def _onx208(ctx: Context, ec: ExportCall, opt) -> None:
             ctx.emit("ONX208", opt.value, "safe", edits, note="aten=True is ONNX_ATEN",
                      anchor=ec.node)
             return
-    if value is False or (opt.name == "export_type" and member(opt.value) == "PROTOBUF_FILE"):
-        ctx.emit("ONX208", opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (opt.name,))),
-                 anchor=ec.node)
-        return
-    ctx.emit("ONX208", opt.value, note=f"{opt.name}= has no modern equivalent", anchor=ec.node)
+    ctx.emit("ONX208", opt.value, note="aten= has no other modern spelling", anchor=ec.node)
 
 
 _SCRIPTED = re.compile(r"\bjit\s*\.\s*script\b|\bScriptModule\b|\bjit\s*\.\s*load\b")
 
 
 def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
-    """Removed options whose meaning only the TorchScript exporter keeps: (code, reason)."""
+    """A scripted model's export needs the TorchScript exporter: (code, reason). The options'
+    own needs are the catalog's (``onx1.pin_reason``)."""
     out = []
     if "scripted" not in ctx.facts:  # a per-file fact: searched once, not once per call
         ctx.facts["scripted"] = bool(_SCRIPTED.search(ctx.text))
     if "example_outputs" in ec.options and ctx.facts["scripted"]:
         # example_outputs was required for ScriptModules; plain modules only traced, which
         # torch.export does as well, so the option is simply dropped for them
-        why = "example_outputs= with a ScriptModule in this file: those need the TorchScript exporter"
+        why = f"example_outputs= with a ScriptModule in this file ({facts.SCRIPT_MODEL_REASON})"
         out.append(("ONX201", why))
-    if "aten" in ec.options and literal(ec.options["aten"].value) is True:
-        out.append(("ONX208", "aten=True (ONNX_ATEN) needs the TorchScript exporter"))
     return out

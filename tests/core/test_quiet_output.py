@@ -122,7 +122,15 @@ def test_strict_error_is_one_line_for_library_use(small_net, tmp_path, monkeypat
     with pytest.raises(compat.CompatError) as err:
         compat.export(small_net, (torch.randn(2, 4),), tmp_path / "m.onnx", strict=True,
                       do_constant_folding=False)
-    assert str(err.value).splitlines()[1].strip() == catalog.get("ONX104").message()
+    # the real file, never a literal PATH; a compat.export call names no migrate command
+    assert str(err.value).splitlines()[1].strip() == catalog.get("ONX104").message(
+        __file__, applicability="none")
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_STRICT", "1")
+    with pytest.raises(compat.CompatError) as err, compat.patch():
+        torch.onnx.export(small_net, (torch.randn(2, 4),), str(tmp_path / "m.onnx"),
+                          do_constant_folding=False)
+    line = str(err.value).splitlines()[1].strip()
+    assert line.endswith(f"--fix --select ONX001,ONX104 {__file__}") and "PATH" not in line
 
 
 def test_run_module_with_a_route_note_once_per_site(tmp_path):

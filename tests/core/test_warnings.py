@@ -38,9 +38,26 @@ def test_explain_gives_the_long_text(small_net, tmp_path, monkeypatch):
         compat.export(small_net, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy", do_constant_folding=True)  # noqa: E501
     (ours,) = [w for w in caught if issubclass(w.category, compat.LegacyExportWarning)]
     text = str(ours.message)
-    assert text.startswith(catalog.get("ONX104").message(__file__))
-    assert f"python -m compat.migrate --fix --select ONX001,ONX206,ONX104 {__file__}" in text
+    # a compat.export call: the rewriter leaves it alone, so no migrate command is printed
+    assert text.startswith(catalog.get("ONX104").message(__file__, applicability="none"))
+    assert "--fix" not in text and catalog.NO_FIX in text
     assert text.endswith("[do_constant_folding=]")
+
+
+def test_explained_hint_selects_what_the_call_needs(small_net, tmp_path, monkeypatch):
+    """Under the patch, the long text's command selects ONX001 (no dynamo=) and ONX206 only
+    for a call that passes options positionally."""
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_EXPLAIN", "1")
+    x = torch.randn(2, 4)
+    with warnings.catch_warnings(record=True) as caught, compat.patch():
+        warnings.simplefilter("always")
+        torch.onnx.export(small_net, (x,), str(tmp_path / "a.onnx"), do_constant_folding=False)
+        torch.onnx.export(small_net, (x,), str(tmp_path / "b.onnx"), True, False)
+    texts = [str(w.message) for w in caught if issubclass(w.category, compat.LegacyExportWarning)]
+    keyword = next(t for t in texts if t.startswith("ONX104"))
+    assert f"python -m compat.migrate --fix --select ONX001,ONX104 {__file__}" in keyword
+    positional = next(t for t in texts if t.startswith("ONX206"))
+    assert f"--fix --select ONX001,ONX206 {__file__}" in positional
 
 
 def test_default_filter_shows_each_site_once(tmp_path):

@@ -36,16 +36,24 @@ CASES = [
     ("m.eval()\ntorch.onnx.export(m, x, f, training=TrainingMode.EVAL)\n",
      "m.eval()\ntorch.onnx.export(m, x, f, dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, training=TrainingMode.TRAINING, do_constant_folding=False)\n",
-     "# compat.migrate: dynamo=False because training=TrainingMode.TRAINING needs the TorchScript "
-     "exporter; do_constant_folding=False needs the TorchScript exporter\n"
+     "# compat.migrate: dynamo=False because training=TrainingMode.TRAINING is ignored by torch's "
+     "torch.export exporter (only compat.export translates it there)\n"
      "torch.onnx.export(m, x, f, training=TrainingMode.TRAINING, do_constant_folding=False, "
+     "dynamo=False)\n"),
+    ("torch.onnx.export(m, x, f, do_constant_folding=False)\n",
+     "torch.onnx.export(m, x, f, optimize=False, dynamo=True, external_data=False)\n"),
+    ("torch.onnx.export(m, x, f, operator_export_type=OperatorExportTypes.ONNX_ATEN_FALLBACK)\n",
+     "# compat.migrate: dynamo=False because operator_export_type=OperatorExportTypes."
+     "ONNX_ATEN_FALLBACK is honoured only by the TorchScript exporter\n"
+     "torch.onnx.export(m, x, f, operator_export_type=OperatorExportTypes.ONNX_ATEN_FALLBACK, "
      "dynamo=False)\n"),
     ("torch.onnx.export(m, x, f, operator_export_type=OperatorExportTypes.ONNX, "
      "do_constant_folding=True, autograd_inlining=True, export_modules_as_functions=False)\n",
      "torch.onnx.export(m, x, f, dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, custom_opsets={'d': 2})\n",
-     "# compat.migrate: dynamo=False because custom_opsets={'d': 2} needs the TorchScript "
-     "exporter\ntorch.onnx.export(m, x, f, custom_opsets={'d': 2}, dynamo=False)\n"),
+     "# compat.migrate: dynamo=False because custom_opsets={'d': 2} is ignored by torch's "
+     "torch.export exporter (only compat.export translates it there)\n"
+     "torch.onnx.export(m, x, f, custom_opsets={'d': 2}, dynamo=False)\n"),
     # ONX2xx
     ("torch.onnx.export(m, x, f, True, False, TrainingMode.EVAL, ['x'], ['y'], "
      "OperatorExportTypes.ONNX, 11, dynamo=False)\n",

@@ -127,11 +127,22 @@ def test_every_translated_onx1_option_keeps_its_behaviour(option: str, code: str
     assert option in out and "dynamo=False" in out
 
 
-def test_untranslated_option_is_dropped_as_before() -> None:
-    # an old ledger (no translations): the shim ignored it on that route, so does the migration
+def test_a_value_only_the_shim_translates_is_never_dropped() -> None:
+    # a record without the translation (another shim version): the catalog says the shim
+    # translates custom_opsets on the torch.export route, so the call keeps it (dynamo=False)
     out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', custom_opsets={'my': 2})\n",
               {4: {"route_taken": "dynamo"}})
-    assert "custom_opsets" not in out and "dynamo=True" in out
+    assert "custom_opsets={'my': 2}" in out and "dynamo=False" in out
+
+
+def test_constant_folding_false_is_optimize_false_without_a_ledger_too() -> None:
+    """The shim exports do_constant_folding=False on the torch.export route with optimize=False
+    (the catalog's plain-torch spelling): the rewriter writes that, not a dynamo=False pin."""
+    out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', do_constant_folding=False)\n")
+    assert out == ("\ntorch.onnx.export(m, (x,), 'm.onnx', optimize=False, dynamo=True, "
+                   "external_data=False)\n")
+    out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', do_constant_folding=False, optimize=True)\n")
+    assert "do_constant_folding" not in out and "optimize=True" in out
 
 
 def test_translated_option_whose_torchscript_route_failed_goes_through_compat() -> None:
@@ -273,7 +284,7 @@ def test_target_torch_below_2_5_never_writes_dynamo(capsys, tmp_path, monkeypatc
     rc, out, _ = cli(capsys, "--diff", "a.py")
     assert "dynamo=" not in out and "example_outputs" in out
     rc, out, _ = cli(capsys, "--diff", "--target-torch", "2.6", "a.py")
-    assert "dynamo=False" in out
+    assert "optimize=False" in out and "dynamo=True" in out
     rc, _, err = cli(capsys, "--target-torch", "two", "a.py")
     assert rc == 2 and "target-torch" in err
 
