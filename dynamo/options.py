@@ -127,7 +127,7 @@ def _is_exported_program(model: Any) -> bool:
 
 
 def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
-    if req.dynamic_axes is None:
+    if not req.dynamic_axes:  # None or {}: nothing to translate (the catalog's "dropped")
         return
     if req.dynamic_shapes is not None:
         out.record("ONX101", "dynamic_axes", "ignored: dynamic_shapes was given and takes precedence")
