@@ -71,7 +71,8 @@ class Entry:
             return f"{NO_FIX}change the code by hand (`{RULE} {self.code}` shows how)."
         where = shlex.quote(path) if path != "PATH" else path
         unsafe = " --unsafe-fixes" if fix == "unsafe" else ""
-        return f"{MIGRATE_WITH}{MIGRATE} --fix{unsafe} --select {select or self.fix_select()} {where}"
+        codes = select or self.fix_select()
+        return f"{MIGRATE_WITH}{MIGRATE} --fix{unsafe} --select {codes} {where}"
 
     def short_message(self, subject: str = "", detail: str = "") -> str:
         """The one-line warning: code, what was used (``subject``; default the entry's option or

@@ -160,7 +160,8 @@ class Disposition:
         if self.kind == "torchscript":
             return f"{what} is honoured only by the TorchScript exporter"
         if self.kind == "shim":
-            return f"{what} is ignored by torch's torch.export exporter (only compat.export translates it there)"
+            return (f"{what} is ignored by torch's torch.export exporter (only compat.export "
+                    "translates it there)")
         if self.kind == "lost":
             return f"{what} is honoured by no exporter of current torch"
         return f"{what}: {KINDS[self.kind]}"
@@ -267,7 +268,8 @@ OPTIONS: tuple[OptionFacts, ...] = (
         _E(("PROTOBUF_FILE", EMPTY), "`ExportTypes.PROTOBUF_FILE`", "dropped", "dropped"),
         _E((), "other `ExportTypes`", "lost",
            "dropped with a warning (current torch writes only a protobuf file)"),
-    ), unknown="lost", enum=("PROTOBUF_FILE", "ZIP_ARCHIVE", "COMPRESSED_ZIP_ARCHIVE", "DIRECTORY")),
+    ), unknown="lost",
+       enum=("PROTOBUF_FILE", "ZIP_ARCHIVE", "COMPRESSED_ZIP_ARCHIVE", "DIRECTORY")),
 )
 BY_OPTION: dict[str, OptionFacts] = {o.name: o for o in OPTIONS}
 #: keyword -> catalog code for every legacy keyword argument of torch.onnx.export

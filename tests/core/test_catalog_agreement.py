@@ -115,7 +115,7 @@ def _marker(plain: str) -> str:
     (o.name, c, src) for o, c in ROWS for src in CALLS.get((o.name, c.shown), ())
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_ledger_and_rewriter_agree_with_the_catalog(option, case, src, tmp_path, monkeypatch):
-    value = eval(src, {"torch": torch, "nn": nn, "ExportTypes": ExportTypes})  # noqa: S307
+    value = eval(src, {"torch": torch, "nn": nn, "ExportTypes": ExportTypes})
     found = facts.disposition(option, value)
     assert found is not None and found.case == case, (option, src, found)
     record = _export(option, value, tmp_path, monkeypatch)
