@@ -334,6 +334,14 @@ def test_no_import_cycle_in_migration():
     assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
 
 
+def test_the_rewriter_analysis_never_imports_a_rule():
+    """Rules import the analysis (and the registry); the analysis takes its facts from the catalog
+    and its hooks from the registry's caller, never from a rule, not even inside a function."""
+    reached = {_ours(e.target) for e in EDGES["migration.analysis"]}
+    assert not {m for m in reached if m and _within(m, "migration.rules")}, reached
+    assert "migration.registry" not in reached
+
+
 def test_allowed_violations_name_who_removes_them():
     stale = []
     for (source, target), owner in ALLOWED_VIOLATIONS.items():
