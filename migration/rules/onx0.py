@@ -99,7 +99,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     if only_shim:  # plain torch cannot do what the shim did here: stay on the shim
         return _via_compat(ctx, ec, {**evidence, "shim_only": only_shim})
     if taken == "dynamo":
-        kept = [(code, why) for code, why in onx1.translated_pins(ctx, ec, evidence)
+        kept = [(code, why) for code, why in onx1.translated_pins(ctx, ec)
                 if _enabled(ctx, ec, code)]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
             return _via_compat(ctx, ec, evidence)

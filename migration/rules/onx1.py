@@ -71,7 +71,7 @@ def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
     return out
 
 
-def translated_pins(ctx: Context, ec: ExportCall, record: dict | None) -> list[tuple[str, str]]:
+def translated_pins(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
     """Options of a call the ledger shows exported on the shim's torch.export route whose
     values only the shim translates there (the catalog's "shim" values: ``training=TRAINING``,
     ``custom_opsets``, ...): plain torch ignores them on that route, so only ``dynamo=False``
@@ -340,7 +340,7 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
             edit = (Edit("drop", k, (name,)) if "optimize" in ec.options
                     else Edit("rename", k, (name, "optimize")))
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, edit, *add_route),
-                     note="optimize=False keeps the parameters un-folded, as the shim does",
+                     note="optimize= as the shim passes it on the torch.export route",
                      anchor=ec.node)
         elif not harmless(ctx, ec, opt):
             ctx.emit(code, opt.value, note="ignored with dynamo=True", anchor=ec.node)
