@@ -1,7 +1,8 @@
 """What every adapter works with: the ``NoForm`` failure and the ``Rewrite`` context.
 
 An adapter takes one node in its source-opset form (18 on the torch.export route) and returns the
-values that replace its outputs, built with ``Rewrite``. Nodes it builds in their opset-18 form are converted again (so a decomposition can
+values that replace its outputs, built with ``Rewrite``, or None when the node as it is is its
+target form (then only relabelled). Nodes it builds in their opset-18 form are converted again (so a decomposition can
 use ``ReduceMean`` with an axes input and let the Reduce adapter lower it); nodes it builds in the
 target form are marked ``final``.
 """

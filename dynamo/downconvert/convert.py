@@ -35,7 +35,11 @@ def convert_in_place(model: ir.Model, target: int) -> Counter[str]:
         source = onnx_opset(graph_like.opset_imports)
         if source is None or source <= target:
             continue
-        for node in list(graph_like.all_nodes()):
+        nodes = list(graph_like.all_nodes())
+        for node in nodes:  # in the source form; a version (torchlib's) would read as converted
+            if node.domain in ONNX_DOMAINS:
+                node.version = None
+        for node in nodes:
             _visit(node, source, target, stats, gaps)
     if gaps:
         raise Unreachable(list(gaps.values()))
@@ -54,11 +58,12 @@ def convert_in_place(model: ir.Model, target: int) -> Counter[str]:
 
 def _visit(node: ir.Node, source: int, target: int, stats: Counter[str],
            gaps: dict[tuple[str, str], NoForm]) -> None:
-    if node.domain not in ONNX_DOMAINS or node.version == target:
+    if node.domain not in ONNX_DOMAINS or node.version == target:  # written in the target form
         return
     op = node.op_type
     old, new = schemas.schema(op, target), schemas.schema(op, source)
-    if new is None or (old is not None and old.since_version == new.since_version):
+    unchanged = old is not None and new is not None and old.since_version == new.since_version
+    if new is None or (unchanged and op not in registry.every_target()):
         return
     try:
         adapter = registry.adapters().get(op)
@@ -70,6 +75,11 @@ def _visit(node: ir.Node, source: int, target: int, stats: Counter[str],
             return
         rw = Rewrite(node, target)
         outs = adapter(rw)
+        if outs is None:  # the node is its own target form
+            if not unchanged:
+                schemas.check_types(node, source, target)
+                stats["relabelled"] += 1
+            return
         for made in rw.nodes:  # nodes written in the target form: their types must fit it too
             if made.version == target:
                 schemas.check_types(made, source, target)
