@@ -11,13 +11,13 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 import pytest
+import route_parity as parity  # tests/helpers
 import torch
 import torch.nn.functional as F
 from onnx import TensorProto, helper
 from torch import nn
 
 import compat
-import route_parity as parity  # tests/helpers
 from dynamo.downconvert import downconvert
 from dynamo.downconvert.pool import Axis
 
