@@ -4,6 +4,7 @@ Celu (12), Gelu (20)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -47,4 +48,14 @@ def gelu(rw: Rewrite) -> Outputs:
     return (rw.op("Mul", rw.op("Mul", x, c(0.5)), half),)
 
 
-ADAPTERS = {"HardSwish": hard_swish, "Mish": mish, "Celu": celu, "Gelu": gelu}
+def _below(since: int, write: Callable[[Rewrite], Outputs]) -> Callable[[Rewrite], Outputs | None]:
+    """``write`` below the op's first opset ``since``; from there on the op itself."""
+
+    def adapt(rw: Rewrite) -> Outputs | None:
+        return None if rw.target >= since else write(rw)
+
+    return adapt
+
+
+ADAPTERS = {"HardSwish": _below(14, hard_swish), "Mish": _below(18, mish), "Celu": _below(12, celu),
+            "Gelu": _below(20, gelu)}

@@ -1,5 +1,6 @@
 """Attributes a newer opset added: the node keeps its meaning at the target when the attribute
-holds its old behaviour (then it is dropped), and has no target form otherwise."""
+holds its old behaviour (then it is dropped), and has no target form otherwise. Where only the
+types changed, the node is its own target form (None: relabelled after its types are checked)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,40 @@ import onnx_ir as ir
 
 from .base import Outputs, Rewrite
 
+#: an added attribute whose every value means the old behaviour at the types older opsets allow
+#: (Cast's ``saturate`` only acts on float8 results, which the type check refuses below 19)
+ANY = object()
 
-def _drop_if_default(since: int, defaults: dict[str, Any]) -> Callable[[Rewrite], Outputs]:
-    """Below ``since``, the attributes in ``defaults`` must hold their default (then dropped)."""
 
-    def adapt(rw: Rewrite) -> Outputs:
-        if rw.target >= since:
-            return rw.same()
-        for name, default in defaults.items():
-            if rw.attr(name, default) != default:
-                raise rw.no_form(since, f"{name}={rw.attr(name)!r}")
-        return rw.same(drop=defaults)
+#: (name, opset that added it, its default)
+Added = tuple[str, int, Any]
+
+
+def _dropped(rw: Rewrite, attributes: tuple[Added, ...]) -> list[str]:
+    """The attributes the target has not, each holding its default (or ``ANY``); ``NoForm`` else."""
+    drop = []
+    for name, since, default in attributes:
+        if rw.target >= since or name not in rw.node.attributes:
+            continue
+        if default is not ANY and rw.attr(name, default) != default:
+            raise rw.no_form(since, f"{name}={rw.attr(name)!r}")
+        drop.append(name)
+    return drop
+
+
+def added(*attributes: Added) -> Callable[[Rewrite], Outputs | None]:
+    """Below the opset that added each attribute, it must hold its default; it is dropped."""
+
+    def adapt(rw: Rewrite) -> Outputs | None:
+        drop = _dropped(rw, attributes)
+        return rw.same(drop=drop) if drop else None
 
     return adapt
+
+
+def _drop_if_default(since: int, defaults: dict[str, Any]) -> Callable[[Rewrite], Outputs | None]:
+    """Below ``since``, the attributes in ``defaults`` must hold their default (then dropped)."""
+    return added(*((name, since, default) for name, default in defaults.items()))
 
 
 def reshape(rw: Rewrite) -> Outputs:
@@ -39,15 +61,17 @@ def reshape(rw: Rewrite) -> Outputs:
     return rw.same(drop=["allowzero"])
 
 
-def batch_norm(rw: Rewrite) -> Outputs:
+def batch_norm(rw: Rewrite) -> Outputs | None:
     if rw.target >= 14:
-        return rw.same()
+        return None
     if rw.attr("training_mode", 0) or len(rw.node.outputs) > 1:
         raise rw.no_form(14, "training_mode=1 (batch statistics)")
     return rw.same(drop=["training_mode"])
 
 
-def scatter(rw: Rewrite) -> Outputs:
+def scatter(rw: Rewrite) -> Outputs | None:
+    if rw.target >= 18:
+        return None
     reduction = rw.attr("reduction", "none")
     if reduction in ("max", "min"):
         raise rw.no_form(18, f"reduction={reduction!r}")
@@ -91,20 +115,44 @@ def roi_align(rw: Rewrite) -> Outputs:
     return rw.same(drop=["coordinate_transformation_mode"])
 
 
-def lp_pool(rw: Rewrite) -> Outputs:
+def lp_pool(rw: Rewrite) -> Outputs | None:
     """Opset 18 added ceil_mode and dilations."""
+    if rw.target >= 18:
+        return None
     if rw.attr("ceil_mode", 0) or any(d != 1 for d in rw.attr("dilations", None) or ()):
         raise rw.no_form(18, "ceil_mode or dilations")
     return rw.same(drop=["ceil_mode", "dilations"])
 
 
-def quantize(rw: Rewrite) -> Outputs:
-    """(De)QuantizeLinear got ``axis`` (per-axis scales) at 13; per-tensor forms are older."""
-    if rw.target >= 13:
-        return rw.same()
-    if rw.rank(rw.input(1)) != 0:
-        raise rw.no_form(13, "per-axis scales")
-    return rw.same(drop=["axis"])
+_QUANTIZE_ADDED: dict[str, tuple[Added, ...]] = {
+    "QuantizeLinear": (("saturate", 19, ANY), ("block_size", 21, 0), ("output_dtype", 21, 0), ("precision", 23, 0)),
+    "DequantizeLinear": (("block_size", 21, 0), ("output_dtype", 23, 0)),
+}
+
+
+def quantize(rw: Rewrite) -> Outputs | None:
+    """(De)QuantizeLinear got ``axis`` (per-axis scales) at 13; per-tensor forms are older. Later
+    opsets added blocked scales and explicit output types (only their defaults go down)."""
+    drop = _dropped(rw, _QUANTIZE_ADDED[rw.node.op_type])
+    if rw.target < 13:
+        if rw.rank(rw.input(1)) != 0:
+            raise rw.no_form(13, "per-axis scales")
+        drop.append("axis")
+    return rw.same(drop=drop) if drop else None
+
+
+def grid_sample(rw: Rewrite) -> Outputs | None:
+    """GridSample exists from opset 16; opset 20 renamed its modes (bilinear -> linear, bicubic ->
+    cubic) and took N-D inputs. Opset 16-19 sample 4-D inputs only."""
+    if rw.target < 16:
+        raise rw.no_form(16, "the operator exists from opset 16 on")
+    if rw.target >= 20:
+        return None
+    if rw.rank(rw.input(0)) != 4:
+        raise rw.no_form(20, "an input that is not 4-D" if rw.rank(rw.input(0)) else "an input of unknown rank")
+    mode = rw.attr("mode", "linear" if rw.source >= 20 else "bilinear")
+    old = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    return rw.same(drop=["mode"], set_attrs={"mode": old})
 
 
 ADAPTERS = {
@@ -124,4 +172,6 @@ ADAPTERS = {
     "Constant": constant,
     "QuantizeLinear": quantize,
     "DequantizeLinear": quantize,
+    "Cast": added(("saturate", 19, ANY), ("round_mode", 24, "up")),
+    "GridSample": grid_sample,
 }

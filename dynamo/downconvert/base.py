@@ -34,9 +34,10 @@ class NoForm(Exception):
 class Rewrite:
     """Builds the nodes that replace one node (or are inserted before it) at ``target``."""
 
-    def __init__(self, node: ir.Node, target: int) -> None:
+    def __init__(self, node: ir.Node, target: int, source: int) -> None:
         self.node = node
         self.target = target
+        self.source = source  # the opset of the node's form (its graph's import)
         self.nodes: list[ir.Node] = []
 
     # --- building ----------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def _visit(node: ir.Node, source: int, target: int, stats: Counter[str],
             schemas.check_types(node, source, target)
             stats["relabelled"] += 1
             return
-        rw = Rewrite(node, target)
+        rw = Rewrite(node, target, source)
         outs = adapter(rw)
         if outs is None:  # the node is its own target form
             if not unchanged:

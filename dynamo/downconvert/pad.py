@@ -1,11 +1,16 @@
-"""Pad: ``axes`` input appeared at opset 18; opset 11-17 take pads for every axis."""
+"""Pad: ``axes`` input appeared at opset 18 (opset 11-17 take pads for every axis), the ``wrap``
+mode at 19."""
 
 from __future__ import annotations
 
 from .base import Outputs, Rewrite
 
 
-def pad(rw: Rewrite) -> Outputs:
+def pad(rw: Rewrite) -> Outputs | None:
+    if rw.attr("mode", "constant") == "wrap" and rw.target < 19:
+        raise rw.no_form(19, "mode='wrap'")
+    if rw.target >= 18:
+        return None
     if rw.input(3) is None:
         return rw.same(list(rw.node.inputs[:3]))
     axes = rw.const_ints(3, 18, "axes")

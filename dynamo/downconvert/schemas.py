@@ -73,6 +73,12 @@ def _type_misfit(node: ir.Node, s: onnx.defs.OpSchema) -> str | None:
     return None
 
 
+def fits(node: ir.Node, target: int) -> bool:
+    """Whether the node's types are allowed by its op's schema at ``target``."""
+    s = schema(node.op_type, target)
+    return s is not None and _type_misfit(node, s) is None
+
+
 def check_types(node: ir.Node, source: int, target: int) -> None:
     """Raise ``NoForm`` when the node's types are not allowed by ``op``'s schema at ``target``."""
     op = node.op_type
