@@ -38,6 +38,7 @@ class Conversion:
     gaps: tuple[NoForm, ...] = ()
     #: the rest of the way was done by onnx's version converter
     by_onnx_converter: bool = False
+    #: False when the given model already fails onnx's strict checks (the result is not judged)
     checked: bool = True
 
     @property
@@ -46,14 +47,18 @@ class Conversion:
 
     def describe(self) -> str:
         """One line for the ledger."""
+        return f"built at {self.source}, {self.steps()}"
+
+    def steps(self) -> str:
+        """What was done: the nodes rewritten and relabelled, the IR version."""
         if self.reached == self.source:
-            return f"built at {self.source}, not converted"
+            return "not converted"
         how = f"converted to {self.reached} by compat's down-conversion ({self.rewritten} nodes rewritten"
         how += f", {self.relabelled} relabelled)"
         if self.by_onnx_converter:
             how += f", then to {self.wanted} by onnx's version converter"
         how += f"; IR version {self.model.ir_version}"
-        return f"built at {self.source}, {how}" + ("" if self.checked else "; too large to check")
+        return how + ("" if self.checked else "; not checked: the model given fails onnx's strict checks already")
 
     def reason(self) -> str:
         """Why ``wanted`` was not reached."""
@@ -99,8 +104,8 @@ def downconvert(model: ir.Model, wanted: int, *, onnx_fallback: bool = True) -> 
 
 
 def _check(converted: ir.Model, source: ir.Model) -> bool:
-    """Strict checks of ``converted``; False when too large to check, or when ``source`` already
-    fails them (not ours to judge). Raises when the conversion made a valid model invalid."""
+    """Strict checks of ``converted``; False when ``source`` already fails them (not ours to
+    judge). Raises when the conversion made a valid model invalid."""
     try:
         return check(converted)
     except Exception:
