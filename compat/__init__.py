@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from compat import _lazy
-from compat.errors import CompatError, ExportFailed, LegacyExportWarning
+from compat.errors import CompatError, ExportFailed, LegacyExportWarning, OpsetNotConvertible
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from compat.api import export as export
@@ -21,13 +21,15 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from compat.routing.registry import (
         unregister_custom_op_symbolic as unregister_custom_op_symbolic,
     )
+    from compat.tools.convert_opset import convert_opset as convert_opset
     from compat.tools.parity import ParityReport as ParityReport
     from compat.tools.parity import compare as compare
     from compat.tools.patching import patch as patch
 
 __version__ = "0.1.0"
 
-__all__ = ["CompatError", "ExportFailed", "LegacyExportWarning", "__version__"] + list(_lazy.PUBLIC)
+__all__ = ["CompatError", "ExportFailed", "LegacyExportWarning", "OpsetNotConvertible", "__version__"] + list(
+    _lazy.PUBLIC)
 
 
 def __getattr__(name: str) -> Any:

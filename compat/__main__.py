@@ -1,4 +1,5 @@
-"""``python -m compat`` (``torch-onnx-compat`` installed): run | report | catalog | rule | check."""
+"""``python -m compat`` (``torch-onnx-compat`` installed): run | report | catalog | rule | check |
+convert-opset."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 
 from compat import commands
 
-COMMANDS = ("run", "report", "catalog", "rule", "check")
+COMMANDS = ("run", "report", "catalog", "rule", "check", "convert-opset")
 
 
 def usage() -> str:
@@ -27,6 +28,9 @@ def usage() -> str:
   check MODEL.onnx... [--format text|json]
                       check an ONNX model: opsets, inputs/outputs, external data, onnx checker,
                       strict shape inference, an onnxruntime run
+  convert-opset IN.onnx --opset N [-o OUT.onnx]
+                      bring a model down to opset N (11..its own) with the torch.export
+                      route's down-conversion, checked; names an operator it cannot take down
 
 Every command takes --version and --help. The rewriter: {commands.MIGRATE} --help
 """
@@ -78,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from compat.tools.check import main as check_main
 
         return check_main(rest)
+    if cmd == "convert-opset":
+        from compat.tools.convert_opset import main as convert_main
+
+        return convert_main(rest)
     if cmd == "catalog":
         return _catalog(rest)
     if cmd == "rule":

@@ -25,6 +25,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "patch": ("tools.patching", "patch"),
     "ExportRequest": ("request", "ExportRequest"),
     "Outcome": ("request", "Outcome"),
+    "convert_opset": ("tools.convert_opset", "convert_opset"),
 }
 #: modules that need the runtime extra (torch, onnx, ...): a missing extra is named before import
 NEEDS_RUNTIME = frozenset({"api", "tools.parity", "routing.registry", "tools.patching"})

@@ -39,6 +39,7 @@ REPORT = f"{PREFIX} report"
 CATALOG = f"{PREFIX} catalog"
 RULE = f"{PREFIX} rule"
 CHECK = f"{PREFIX} check"
+CONVERT_OPSET = f"{PREFIX} convert-opset"
 MIGRATE = MIGRATE_SCRIPT if PREFIX == SCRIPT else f"{PREFIX}.migrate"
 
 

@@ -89,6 +89,19 @@ class OpsetNotReached(RouteFailed):
         self.outcome: object | None = None  # the route's Outcome, when it got that far
 
 
+class OpsetNotConvertible(CompatValueError):
+    """``compat.convert_opset`` cannot bring the model down to ``wanted``: ``ops`` are the
+    operators with no form there, ``reached`` the lowest opset the model converts to (call again
+    with it), ``source`` the opset the model was at."""
+
+    def __init__(self, message: str, *, wanted: int, reached: int, source: int, ops: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.wanted = wanted
+        self.reached = reached
+        self.source = source
+        self.ops = ops
+
+
 class ExportFailed(CompatError, RuntimeError):
     """Every planned route failed; ``failures`` maps route name to its ``RouteFailed``."""
 

@@ -32,6 +32,7 @@ def _cli(*args: str, argv0: str | None = None, cwd: Path = ROOT) -> subprocess.C
 @pytest.mark.parametrize("args", [
     ["--version"], ["run", "--version"], ["run", "--route", "legacy", "--version"],
     ["report", "--version"], ["catalog", "--version"], ["rule", "--version"], ["check", "--version"],
+    ["convert-opset", "--version"],
 ])
 def test_version_on_every_command(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(args) == 0
@@ -138,7 +139,7 @@ def test_readme_use_section_works_for_the_documented_install(capsys: pytest.Capt
         words = line.split("#")[0].split()
         if words[0] != "torch-onnx-compat" or words[1].startswith("-"):
             continue
-        assert words[1] in ("run", "report", "check", "rule", "catalog"), line
+        assert words[1] in ("run", "report", "check", "convert-opset", "rule", "catalog"), line
         try:
             main([words[1], "--help"])
         except SystemExit:
