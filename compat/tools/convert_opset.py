@@ -99,6 +99,11 @@ def convert(model_or_path: Any, opset: Any, out: Any = None) -> tuple[onnx.Model
                 f"the lowest opset this model reaches is {result.reached}",
                 wanted=opset, reached=result.reached, source=source, ops=ops)
         converted, done = result.model, f"opset {source}, {result.steps()}"
+    if external and not large:
+        # the weights in memory before out is written: out may replace the data file they are read from
+        if converted is model_or_path:  # the caller's own ir.Model, unchanged: load into a copy
+            converted = converted.clone()
+        ir.external_data.load_to_model(converted)
     if out is not None:
         _save(converted, out, external)
     import onnx
@@ -109,10 +114,6 @@ def convert(model_or_path: Any, opset: Any, out: Any = None) -> tuple[onnx.Model
         unchanged = onnx.ModelProto()
         unchanged.CopyFrom(model_or_path)
         return unchanged, done
-    if external:
-        if converted is model_or_path:  # the caller's own ir.Model, unchanged: load into a copy
-            converted = converted.clone()
-        ir.external_data.load_to_model(converted)
     return ir.to_proto(converted), done
 
 

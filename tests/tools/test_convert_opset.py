@@ -205,6 +205,12 @@ def test_out_is_written_atomically_with_external_data_as_saved(tmp_path: Path) -
     compat.convert_opset(src, 11, out)
     assert sorted(os.listdir(out.parent)) == ["m13.onnx", "m13.onnx.data"]
     assert _opsets(onnx.load(str(out), load_external_data=False)) == {11}
+    # in place, over the files its weights are read from
+    returned = compat.convert_opset(src, 12, src)
+    assert sorted(os.listdir(src.parent)) == ["m.onnx", "m.onnx.data"]
+    for proto in (onnx.load(str(src)), returned):
+        assert _opsets(proto) == {12}
+        np.testing.assert_allclose(parity.run(parity.session(proto), x)[0], want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(("args", "error", "names"), [
