@@ -22,8 +22,19 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 #: benchmarks other issues deliver; a missing one is reported, not an error
-EXPECTED = ("bench_dispatch", "bench_memory", "bench_latency", "bench_migrate", "bench_transformer", "bench_hf",
-            "bench_opsets", "bench_model_state", "bench_validate", "bench_convert_opset")
+EXPECTED = (
+    "bench_dispatch",
+    "bench_memory",
+    "bench_latency",
+    "bench_migrate",
+    "bench_transformer",
+    "bench_hf",
+    "bench_opsets",
+    "bench_model_state",
+    "bench_validate",
+    "bench_convert_opset",
+    "bench_legacy_cases",
+)
 
 
 def _load(path: Path) -> Any:
