@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench lint clean matrix matrix-venv dist
+.PHONY: install demo test bench bench-venv lint clean matrix matrix-venv dist
 
 $(STAMP): pyproject.toml requirements-pinned.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -56,6 +56,22 @@ matrix-venv: $(MATRIX_VENV)/.installed
 
 matrix: $(MATRIX_VENV)/.installed
 	$(MATRIX_PY) -m pytest $(MATRIX_ARGS)
+
+# The venv benchmarks/bench_architectures.py measures in (torchvision and timm do not import with
+# the pinned CPU torch): the matrix venv of BENCH_TORCH plus the model libraries, pinned, with
+# torch and every project pin as constraints. The stamp holds BENCH_PKGS, so a change of them
+# reinstalls. bench_architectures runs this target itself on first use.
+BENCH_TORCH ?= 2.14.1
+BENCH_PKGS ?= torchvision==0.29.1 timm==1.0.29 piper-tts==1.8.0
+BENCH_VENV = $(VENV)-torch$(BENCH_TORCH)
+
+bench-venv:
+	$(MAKE) matrix-venv TORCH=$(BENCH_TORCH)
+	grep -qxF '$(BENCH_PKGS)' $(BENCH_VENV)/.bench-installed 2>/dev/null || { \
+	  $(BENCH_VENV)/bin/python -m pip install -q $(BENCH_PKGS) \
+	    -c $(BENCH_VENV)/torch-constraint.txt -c $(BENCH_VENV)/requirements.txt \
+	  && $(BENCH_VENV)/bin/python -c "import torchvision, timm, piper.train.vits.models" \
+	  && echo '$(BENCH_PKGS)' > $(BENCH_VENV)/.bench-installed; }
 
 # The wheel (one top-level package, torch_onnx_compat: see hatch_build.py) and the sdist.
 dist: $(STAMP)
