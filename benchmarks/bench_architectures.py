@@ -127,14 +127,11 @@ def _feeds(sess: Any, case: Any, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _parity(case: Any, path: str, refs: list[Any]) -> tuple[bool, str]:
-    import onnxruntime as ort
     from _arch_check import compare
+    from _onnx import session
 
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 4
-    opts.intra_op_num_threads = 1
     try:
-        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        sess = session(path)
     except Exception as exc:  # noqa: BLE001 - an invalid model is a measured result
         return False, f"onnxruntime cannot load the model: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     notes = []
