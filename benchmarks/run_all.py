@@ -34,6 +34,7 @@ EXPECTED = (
     "bench_validate",
     "bench_convert_opset",
     "bench_legacy_cases",
+    "bench_architectures",
 )
 
 
