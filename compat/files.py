@@ -3,8 +3,10 @@
 * :func:`atomic_write` replaces a file as one ``os.replace`` of a temp file written beside it:
   readers see the old content or the new one, never a part. The saved model, route-memory
   entries and rewritten sources all go through it.
-* :func:`find_pyproject` / :func:`find_project_root`: the nearest ``pyproject.toml`` at or above
-  a folder, for ``[tool.torch-onnx-compat]`` (the shim's config and the rewriter's table).
+* :func:`find_pyproject`: the nearest ``pyproject.toml`` at or above a folder, for
+  ``[tool.torch-onnx-compat]`` (the shim's config and the rewriter's table).
+* :func:`find_project_root`: the nearest folder holding a ``pyproject.toml`` or a ``.git``: ledger
+  call sites are recorded and matched relative to it, so a ledger survives a move of the checkout.
 """
 
 from __future__ import annotations
@@ -151,6 +153,14 @@ def find_pyproject(start: str | os.PathLike[str]) -> str | None:
 
 
 def find_project_root(start: str | os.PathLike[str]) -> str | None:
-    """The folder of the nearest ``pyproject.toml`` at or above ``start``, or None."""
-    found = find_pyproject(start)
-    return None if found is None else os.path.dirname(found)
+    """The nearest folder at or above the folder ``start`` that holds a ``pyproject.toml`` or a
+    ``.git`` (a folder, or the file of a worktree), or None."""
+    folder = os.path.abspath(os.fspath(start))
+    while True:
+        if os.path.isfile(os.path.join(folder, "pyproject.toml")) \
+                or os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent

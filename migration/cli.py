@@ -18,6 +18,7 @@ from . import output
 from .core import Options
 from .discovery import iter_files
 from .files import process_many
+from .ledger import LedgerIndex
 from .model import FileResult
 from .sources import process_bytes
 
@@ -274,13 +275,30 @@ def _main(args: argparse.Namespace) -> int:
             raise UsageError(f"no such file or folder: {p}")
     files = sorted(iter_files(paths, exclude, cfg_exclude))
     progress = (not args.no_progress and sys.stderr.isatty() and not os.environ.get("CI"))
-    if ledger is not None and not any(ledger.evidence(f) for f in files):
-        print(f"{commands.MIGRATE}: warning: no record of {', '.join(ledger_paths)} matched a file "
-              f"being migrated ({len(ledger.sites)} call site(s) recorded); is it this "
-              "project's ledger?", file=sys.stderr)
+    if ledger is not None:
+        ledger.tree_roots = tuple(os.path.abspath(p) if os.path.isdir(p) else
+                                  os.path.dirname(os.path.abspath(p)) for p in paths)
+        if not ledger.describes(files):
+            raise UsageError(_unmatched_ledger(ledger, ledger_paths, files))
     results = run_files(files, opts, jobs, progress)
     results.sort(key=lambda r: r.path)
     return _report(results, args, opts, fmt)
+
+
+def _unmatched_ledger(ledger: LedgerIndex, ledger_paths: list[str], files: list[str]) -> str:
+    """Why a ledger matched nothing: where its call sites were recorded, where the tree is."""
+    names = ", ".join(ledger_paths)
+    if not ledger.sites:
+        return f"the ledger {names} holds no export call record; record one with `{commands.RUN} --ledger`"
+    shown = sorted(ledger.roots, key=lambda r: -ledger.roots[r])[:3]
+    more = f" and {len(ledger.roots) - 3} more" if len(ledger.roots) > 3 else ""
+    trees = sorted({ledger.root_of(f) for f in files} or set(ledger.tree_roots))
+    return (f"no call site of the ledger {names} matches a file being migrated: it recorded "
+            f"{len(ledger.sites)} call site(s) under {', '.join(shown)}{more}; the tree being "
+            f"migrated is rooted at {', '.join(trees[:3]) or '(no Python file)'}. Call sites match "
+            "by their path relative to the project root (the nearest pyproject.toml or .git), "
+            "then by path suffix: migrate the tree the ledger was recorded in, or record it again "
+            f"here with `{commands.RUN} --ledger`")
 
 
 def _stdin(args: argparse.Namespace, opts: Options, fmt: str) -> int:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from compat.catalog import HF_CACHE_REGISTRATION
+from compat.files import find_project_root
 
 ROUTES = ("dynamo", "legacy")
 _FAILED = re.compile(r"(?:^|;\s*)(dynamo|legacy):\s")
@@ -79,48 +80,91 @@ class SiteEvidence:
 
 @dataclass
 class LedgerIndex:
-    """Evidence by call site (``(path parts, line)``)."""
+    """Evidence by call site (``(path parts, line)``).
+
+    A call site is matched to a file being migrated relative to its project root first (the
+    record's ``call_site_rel``, written since the ledger learnt it, or the recorded path's own
+    project root where that path still exists), then by the longest common path suffix. Records
+    of ``compat run --observe`` (plain torch running the migrated code) are not evidence.
+    """
 
     sites: dict[tuple[tuple[str, ...], int], SiteEvidence] = field(default_factory=dict)
     bases: tuple[str, ...] = ()  # folders relative call_site paths may be relative to
+    #: the folders being migrated (a file without a pyproject.toml / .git above it counts its
+    #: path from the one holding it)
+    tree_roots: tuple[str, ...] = ()
+    rels: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # parts -> rel parts
+    roots: dict[str, int] = field(default_factory=dict)  # the ledger's project roots (or folders)
     _by_name: dict | None = field(default=None, repr=False, compare=False)
 
     def add(self, record: dict, base: str) -> None:
         site = str(record.get("call_site") or "")
         path, sep, line = site.rpartition(":")
-        if not sep or not line.isdigit():
+        if not sep or not line.isdigit() or record.get("mode") == "observe":
             return
         if record.get("route_taken") not in ROUTES and not failed_routes(record) \
                 and record.get("status", "ok") == "ok":
             return
         if not os.path.isabs(path):
             path = os.path.join(base, path) if os.path.exists(os.path.join(base, path)) else path
-        key = (_parts(os.path.realpath(path) if os.path.isabs(path) else path), int(line))
+        parts = _parts(os.path.realpath(path) if os.path.isabs(path) else path)
+        key = (parts, int(line))
         self._by_name = None
         self.sites.setdefault(key, SiteEvidence()).add(record)
+        rel, root = _recorded_rel(record, path)
+        if rel:
+            self.rels.setdefault(parts, rel)
+        root = root or (os.path.dirname(path) if os.path.isabs(path) else None)
+        if root:
+            self.roots[root] = self.roots.get(root, 0) + 1
+
+    def root_of(self, path: str) -> str:
+        """The project root of a file being migrated: its nearest pyproject.toml / .git folder,
+        else the folder being migrated that holds it, else its own folder."""
+        real = os.path.realpath(path)
+        found = find_project_root(os.path.dirname(real))
+        if found is not None:
+            return found
+        holding = [r for r in self.tree_roots if _under(real, os.path.realpath(r))]
+        return os.path.realpath(max(holding, key=len)) if holding else os.path.dirname(real)
 
     def evidence(self, path: str) -> dict[int, dict]:
-        """Verdicts for ``path`` by line, matched by the longest common path suffix.
+        """Verdicts for ``path`` by line.
 
-        A ledger written elsewhere (CI: ``/builds/x/repo/src/a.py``) still matches a checkout
-        (``/home/u/repo/src/a.py``): the file name and its parent folder (when both sides have
-        one) must agree; the longest agreeing suffix wins for each line.
+        The recorded path relative to its project root equal to ``path``'s wins; else the
+        recorded relative path as a suffix of ``path``; else the longest common suffix of the
+        absolute paths, where the file name and its parent folder (when both sides have one)
+        must agree (a ledger written by CI, ``/builds/x/repo/src/a.py``, matches a checkout,
+        ``/home/u/repo/src/a.py``).
         """
         real = _parts(os.path.realpath(path))
         if not real:
             return {}
+        here = _parts(os.path.relpath(os.path.realpath(path), self.root_of(path)))
         best: dict[int, tuple[int, SiteEvidence]] = {}
         for (parts, line), ev in self.by_name().get(real[-1], ()):
-            n = 0
-            for a, b in zip(reversed(parts), reversed(real)):
-                if a != b:
-                    break
-                n += 1
-            if n < min(2, len(parts), len(real)):
+            score = _score(parts, self.rels.get(parts), real, here)
+            if score is None:
                 continue
-            if line not in best or n > best[line][0]:
-                best[line] = (n, ev)
+            if line not in best or score > best[line][0]:
+                best[line] = (score, ev)
         return {line: ev.verdict() for line, (_, ev) in best.items()}
+
+    def describes(self, files: list[str]) -> bool:
+        """True when a recorded call site is one of ``files`` or a file of their project roots
+        (a ledger of this tree, even if the files given now hold none of its calls)."""
+        if any(self.evidence(f) for f in files):
+            return True
+        roots = {self.root_of(f) for f in files}
+        for parts, _ in self.sites:
+            rel = self.rels.get(parts)
+            for root in roots:
+                if rel and os.path.isfile(os.path.join(root, *rel)):
+                    return True
+                absolute = os.sep + os.path.join(*parts) if parts else ""
+                if os.path.isfile(absolute) and _under(absolute, root):
+                    return True
+        return False
 
     def by_name(self) -> dict[str, list[tuple[tuple[tuple[str, ...], int], SiteEvidence]]]:
         """Sites grouped by file name (built once)."""
@@ -130,6 +174,51 @@ class LedgerIndex:
                 if key[0]:
                     self._by_name.setdefault(key[0][-1], []).append((key, ev))
         return self._by_name
+
+
+def _under(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:
+        return False
+
+
+def _suffix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    n = 0
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _score(parts: tuple[str, ...], rel: tuple[str, ...] | None, real: tuple[str, ...],
+           here: tuple[str, ...]) -> int | None:
+    """How well a recorded site (absolute ``parts``, ``rel`` to its project root) names the
+    file ``real`` (``here`` relative to its root); None: not at all."""
+    if rel and rel == here:
+        return 10_000 + len(rel)
+    n = _suffix(parts, real)
+    if rel and _suffix(rel, real) == len(rel):
+        return max(n, len(rel))
+    return n if n >= min(2, len(parts), len(real)) else None
+
+
+def _recorded_rel(record: dict, path: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """(the call site's path relative to its project root, that root) as recorded
+    (``call_site_rel``, ``project_root``), or found from the recorded path if it still exists."""
+    given = record.get("call_site_rel")
+    root = record.get("project_root") if isinstance(record.get("project_root"), str) else None
+    if isinstance(given, str):
+        rel_path, sep, line = given.rpartition(":")
+        rel = _parts(rel_path) if sep and line.isdigit() else ()
+        if rel and not os.path.isabs(rel_path) and ".." not in rel:
+            return rel, root
+    if os.path.isabs(path) and os.path.isfile(path):
+        found = find_project_root(os.path.dirname(path))
+        if found is not None:
+            return _parts(os.path.relpath(os.path.realpath(path), os.path.realpath(found))), found
+    return None, root
 
 
 def shift_lines(evidence: dict[int, dict] | None, old: str, new: str) -> dict[int, dict] | None:

@@ -25,6 +25,9 @@ FIELDS = (
     "warnings", "output", "duration_s", "torch_version", "model", "status", "error", "notes",
     "opset_written", "attempt_logs", "tracer_warnings",
 )
+#: added to every record by ``append`` (compat/records/sites.py): the call site relative to its
+#: project root, so a ledger still matches the code after the checkout moved
+SITE_FIELDS = ("project_root", "call_site_rel")
 ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"  # same name as compat.policy.config.ENV_LEDGER
 
 
@@ -61,8 +64,12 @@ def check_path(path: str | os.PathLike[str]) -> str:
 
 
 def append(path: str | os.PathLike[str], record: dict[str, Any]) -> bool:
-    """Append one record as a JSON line; on failure warn ``LedgerWarning`` and return False."""
+    """Append one record as a JSON line; on failure warn ``LedgerWarning`` and return False.
+    The record gets ``SITE_FIELDS`` for its ``call_site`` unless it has them."""
     try:
+        from compat.records.sites import site_fields
+
+        record = {**site_fields(record.get("call_site")), **record}
         _append(os.fspath(path), (json.dumps(record, sort_keys=True, default=str) + "\n").encode())
     except (OSError, ValueError, TypeError) as exc:
         _warn(f"the export ledger {os.fsdecode(os.fspath(path))!r} was not written "

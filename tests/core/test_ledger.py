@@ -6,12 +6,15 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 
 import compat
 from compat.records import ledger
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _records(path):
@@ -29,8 +32,11 @@ def test_records_for_ok_fallback_and_failure(models, small_net, tmp_path, monkey
     recs = _records(book)
     assert len(recs) == 3
     for rec in recs:
-        assert set(rec) == set(ledger.FIELDS)
+        assert set(rec) == set(ledger.FIELDS) | set(ledger.SITE_FIELDS)
         assert rec["call_site"].startswith(__file__ + ":")
+        # relative to the checkout's root (pyproject.toml): a moved checkout still matches
+        assert rec["call_site_rel"] == "tests/core/test_ledger.py:" + rec["call_site"].rpartition(":")[2]
+        assert rec["project_root"] == str(ROOT)
         assert rec["torch_version"] == torch.__version__
     a, b, c = recs
     assert (a["status"], a["route_requested"], a["route_taken"]) == ("ok", "legacy", "legacy")

@@ -195,14 +195,16 @@ def test_ledger_matches_by_path_suffix(tmp_path, capsys, monkeypatch):
     assert src.read_text() == ("import torch\n# compat.migrate: dynamo=False (ledger: boom)\n"
                                "torch.onnx.export(m, x, 'a.onnx', dynamo=False)\n")
     assert "warning" not in capsys.readouterr().err
-    # only the file name agrees (another folder): no match, and a warning says so
+    # only the file name agrees (another folder): no match, a usage error naming both roots
     other = LedgerIndex()
     other.add({"call_site": "/builds/x/other/a.py:2", "route_taken": "legacy"}, str(tmp_path))
     assert other.evidence(str(src)) == {}
     ledger.write_text(json.dumps({"call_site": "/builds/x/other/a.py:2", "route_taken": "legacy",
                                   "status": "ok"}) + "\n")
-    assert main(["--check", "--ledger", str(ledger), "repo"]) == 0
-    assert "no record of" in capsys.readouterr().err
+    assert main(["--check", "--ledger", str(ledger), "repo"]) == 2
+    err = capsys.readouterr().err
+    assert "no call site of the ledger" in err and "/builds/x/other" in err
+    assert f"rooted at {tmp_path / 'repo'}" in err
 
 
 # 10. --check work is linear in the calls of a file: counted in interpreter operations

@@ -97,6 +97,9 @@ def test_find_pyproject_walks_up_to_the_nearest(tmp_path):
     assert files.find_project_root(inner) == str(tmp_path)
     (tmp_path / "pkg" / "pyproject.toml").write_text("")
     assert files.find_project_root(inner) == str(tmp_path / "pkg")
+    (inner / ".git").mkdir()  # a checkout's root is a project root too (find_pyproject ignores it)
+    assert files.find_project_root(inner) == str(inner)
+    assert files.find_pyproject(inner) == str(tmp_path / "pkg" / "pyproject.toml")
 
 
 def test_files_is_torch_free():
