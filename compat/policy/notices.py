@@ -16,6 +16,7 @@ from typing import Any
 
 from compat import catalog
 from compat.errors import LegacyExportWarning, StrictModeError
+from compat.policy import third_party
 from compat.request import Usage
 
 
@@ -71,13 +72,18 @@ def explain() -> bool:
 
 
 def make_warning(code: str, detail: str = "", path: str = "PATH", subject: str = "",
-                 select: str | None = None, fixable: bool = True) -> LegacyExportWarning:
+                 select: str | None = None, fixable: bool = True,
+                 owner: third_party.Distribution | None = None) -> LegacyExportWarning:
     """The warning for one legacy usage: by default one line (code, ``subject``, the short fix,
     ``detail``); with ``explain()`` the catalog's long text for ``path``, whose migrate command
     selects ``select`` (default: the codes the entry's fix may need); no command when not
-    ``fixable`` (a ``compat.export`` call: the rewriter leaves it alone)."""
+    ``fixable`` (a ``compat.export`` call: the rewriter leaves it alone). A usage in an installed
+    distribution's code (``owner``) gets the one line and says whose it is: no command to
+    migrate a file that is not the user's."""
     entry = catalog.get(code)
-    if explain():
+    if owner is not None:
+        text = f"{entry.short_message(subject, detail)} (in {owner}: {NOT_YOURS})"
+    elif explain():
         text = entry.message(path, select, None if fixable else "none")
         detail = detail or subject
         text = f"{text} [{detail}]" if detail else text
@@ -93,6 +99,7 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
     usages = list(usages)
     present = {u.code for u in usages}
     codes: list[str] = []
+    owner = third_party.distribution_of(site.filename, site.module)
     for usage in usages:
         if usage.code in codes:
             continue
@@ -100,7 +107,7 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
         subject = usage.detail or (f"{usage.option}=" if usage.option else "")
         select = catalog.get(usage.code).fix_select(present)
         emit(make_warning(usage.code, path=site.filename, subject=subject, select=select,
-                          fixable=not usage.via_shim), site)
+                          fixable=not usage.via_shim, owner=owner), site)
     return codes
 
 
@@ -179,12 +186,25 @@ def emit(warning: Warning, site: CallSite) -> None:
 #: codes of legacy APIs used since the last export (registrations, mode helpers): the next
 #: export's ledger record carries them
 _pending_api_codes: list[str] = []
+NOT_YOURS = third_party.NOT_YOURS
+#: legacy API usages by installed distributions' code: (name, version) -> {(code, api): count}
+_third_party: OrderedDict[tuple[str, str], dict[tuple[str, str], int]] = OrderedDict()
+_third_party_lock = threading.Lock()
+#: ``compat run`` prints the tally at exit (``third_party_lines``) instead of a warning at the
+#: first usage of each distribution
+_third_party_held = False
 
 
-def api_usage(code: str, site: CallSite) -> None:
-    """A legacy torch.onnx API that is not an export call: strict mode raises, else warn."""
+def api_usage(code: str, site: CallSite, api: str | None = None) -> None:
+    """A legacy torch.onnx API (``api``, default the catalog's name for ``code``) that is not an
+    export call: strict mode raises, else warn; kept for the next export's record. In an
+    installed distribution's code it is only counted (``third_party_usages``)."""
     from compat.policy.config import resolve_strict
 
+    owner = third_party.distribution_of(site.filename, site.module)
+    if owner is not None:
+        _count_third_party(owner, code, api or catalog.get(code).name, site)
+        return
     if resolve_strict(None, str(site)):
         raise_strict([Usage(code, catalog.get(code).name)], site.filename)
     emit(make_warning(code, path=site.filename), site)
@@ -197,6 +217,43 @@ def take_api_codes() -> list[str]:
     codes = list(_pending_api_codes)
     _pending_api_codes.clear()
     return codes
+
+
+def _count_third_party(owner: third_party.Distribution, code: str, api: str, site: CallSite) -> None:
+    key = (owner.name, owner.version)
+    with _third_party_lock:
+        first = key not in _third_party
+        usages = _third_party.setdefault(key, {})
+        usages[code, api] = usages.get((code, api), 0) + 1
+        while len(_third_party) > MAX_SITES:
+            _third_party.popitem(last=False)
+    if first and not _third_party_held:
+        w = LegacyExportWarning(f"third-party legacy usage: {owner} uses {api} ({code}; {NOT_YOURS})")
+        w.code = code
+        emit(w, site)
+
+
+def hold_third_party(held: bool) -> None:
+    """``compat run``: no warning at a distribution's first usage; the tally is printed at exit."""
+    global _third_party_held
+    _third_party_held = held
+
+
+def third_party_usages() -> list[dict[str, Any]]:
+    """This process's legacy API usages by installed distributions so far (the ledger's
+    ``third_party`` field): ``{distribution, version, code, api, count}`` each."""
+    with _third_party_lock:
+        return [{"distribution": name, "version": version, "code": code, "api": api, "count": n}
+                for (name, version), usages in _third_party.items()
+                for (code, api), n in usages.items()]
+
+
+def third_party_lines(usages: Iterable[dict[str, Any]] | None = None) -> list[str]:
+    """One ``third_party_line`` per distribution of ``usages`` (default: this process's)."""
+    by_dist: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for u in third_party_usages() if usages is None else usages:
+        by_dist.setdefault((str(u.get("distribution")), str(u.get("version") or "")), []).append(u)
+    return [third_party.line(name, version, us) for (name, version), us in by_dist.items()]
 
 
 def raise_strict(usages: Iterable[Usage], path: str | None = None) -> None:

@@ -28,6 +28,8 @@ FIELDS = (
 #: added to every record by ``append`` (compat/records/sites.py): the call site relative to its
 #: project root, so a ledger still matches the code after the checkout moved
 SITE_FIELDS = ("project_root", "call_site_rel")
+#: ``third_party``: ``{distribution, version, code, api, count}`` per legacy API an installed
+#: distribution used in the recording process (compat/policy/third_party.py)
 ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"  # same name as compat.policy.config.ENV_LEDGER
 
 
@@ -65,11 +67,16 @@ def check_path(path: str | os.PathLike[str]) -> str:
 
 def append(path: str | os.PathLike[str], record: dict[str, Any]) -> bool:
     """Append one record as a JSON line; on failure warn ``LedgerWarning`` and return False.
-    The record gets ``SITE_FIELDS`` for its ``call_site`` unless it has them."""
+    The record gets ``SITE_FIELDS`` for its ``call_site`` and, when installed libraries used
+    legacy torch.onnx APIs in this process, ``third_party`` (their usages so far: never the
+    call's own ``warnings``), unless it has them."""
     try:
+        from compat.policy.notices import third_party_usages
         from compat.records.sites import site_fields
 
-        record = {**site_fields(record.get("call_site")), **record}
+        usages = third_party_usages()
+        record = {**site_fields(record.get("call_site")),
+                  **({"third_party": usages} if usages else {}), **record}
         _append(os.fspath(path), (json.dumps(record, sort_keys=True, default=str) + "\n").encode())
     except (OSError, ValueError, TypeError) as exc:
         _warn(f"the export ledger {os.fsdecode(os.fspath(path))!r} was not written "

@@ -35,10 +35,11 @@ def _doc(code: str, fn: Any) -> Any:
     return fn
 
 
-def _warn(code: str) -> None:
+def _warn(code: str, api: str | None = None) -> None:
     """A legacy API that is not an export call: warn (or raise in strict mode) at the caller's
-    line, and keep the code for the ledger record of the next export."""
-    notices.api_usage(code, notices.find_call_site())
+    line, and keep the code for the ledger record of the next export (an installed library's
+    call is only counted: ``notices.third_party_usages``)."""
+    notices.api_usage(code, notices.find_call_site(), api)
 
 
 def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
@@ -62,7 +63,7 @@ def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Any, opset_vers
 
 
 def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> None:
-    _warn("ONX301")
+    _warn("ONX301", "torch.onnx.unregister_custom_op_symbolic")
     from compat.routing import registry
 
     registry.unregister_custom_op_symbolic(symbolic_name, opset_version)

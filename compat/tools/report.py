@@ -127,10 +127,13 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
     verdicts: Counter[str] = Counter()
     parity_findings: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
+    third_party: dict[tuple[str, str, str, str], int] = {}
     fallback_calls = 0
     for rec in records:
         if not valid_record(rec):
             continue
+        for key, count in _third_party(rec):
+            third_party[key] = max(third_party.get(key, 0), count)
         calls += 1
         site = str(rec.get("call_site") or "<unknown>")
         ok = rec.get("status", "ok") == "ok"
@@ -198,7 +201,31 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
         "translations": [translations[k] for k in sorted(translations)],
         "parity": {"checked": sum(verdicts.values()), "by_verdict": dict(verdicts), "findings": parity_findings},
         "failures": failures,
+        "third_party_usages": _third_party_report(third_party),
     }
+
+
+def _third_party(record: Mapping[str, Any]) -> Iterable[tuple[tuple[str, str, str, str], int]]:
+    """``((distribution, version, code, api), count)`` of a record's ``third_party`` field (the
+    recording process's usages so far: merged across records by the largest count)."""
+    entries = record.get("third_party")
+    for u in entries if isinstance(entries, list) else ():
+        if isinstance(u, dict) and isinstance(u.get("distribution"), str) \
+                and isinstance(u.get("count"), int):
+            yield ((u["distribution"], str(u.get("version") or ""), str(u.get("code") or ""),
+                    str(u.get("api") or "")), u["count"])
+
+
+def _third_party_report(found: Mapping[tuple[str, str, str, str], int]) -> list[dict[str, Any]]:
+    """One entry per distribution: its usages and the line ``compat run`` prints for it."""
+    from compat.policy.third_party import line
+
+    by_dist: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for (dist, version, code, api), count in sorted(found.items()):
+        by_dist.setdefault((dist, version), []).append({"code": code, "api": api, "count": count})
+    return [{"distribution": dist, "version": version, "usages": usages,
+             "line": line(dist, version, usages)}
+            for (dist, version), usages in by_dist.items()]
 
 
 def run_summary(path: str, records: Iterable[dict[str, Any]], label: str | None = None) -> dict[str, Any]:
@@ -288,6 +315,11 @@ def to_markdown(report: dict[str, Any]) -> str:
                 lines.append(f"  - max abs difference between the routes' models: {f['max_route_diff']:.3g}")
     else:
         lines.append(f"No call was compared (run with `{commands.RUN} --compare`).")
+    if report.get("third_party_usages"):
+        intro = ("Legacy torch.onnx APIs used by installed libraries, not by your code (nothing to "
+                 "migrate; not counted in the usages above):")
+        lines += ["", "### Third-party legacy usage", "", intro, ""]
+        lines += [f"- {_cell(t['line'], 300)}" for t in report["third_party_usages"]]
     if report["failures"]:
         lines += ["", "### Failed exports", ""]
         lines += [f"- `{f['call_site']}` (`{f['model']}`): {_cell(f['error'] or '', 300)}" for f in report["failures"]]

@@ -238,6 +238,16 @@ def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] = ()) -> str:
                                  + [f"note: {_e(d)}" for d in f.get("notes", [])[:3]]) or "-")
                     for f in parity["findings"]]) if parity["findings"] else ""))
         if parity["checked"] else _none("No call was compared (run with --compare).")))
+    third = report.get("third_party_usages") or []
+    if third:
+        parts.append(_section(
+            "third-party", "Third-party legacy usage",
+            '<p class="sub">Legacy torch.onnx APIs used by installed libraries, not by your code '
+            "(nothing to migrate; not counted in the warnings above).</p>",
+            _table(("distribution", "version", "usage", "code"),
+                   [(f"<code>{_e(t['distribution'])}</code>", _e(t["version"] or "-"),
+                     _e(t["line"].split(": ", 1)[-1]),
+                     _e(", ".join(dict.fromkeys(u["code"] for u in t["usages"])))) for t in third])))
     if report["failures"]:
         parts.append(_section(
             "failures", "Failed exports",

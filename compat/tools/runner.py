@@ -158,6 +158,7 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) ->
         compare_hook.install()
     patching.install()
     notices.set_note_listener(_print_note)
+    notices.hold_third_party(True)  # one line per distribution at exit instead
     try:
         with _one_line_warnings(not notices.explain()):
             run()
@@ -167,6 +168,7 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) ->
         code, strict_error = 1, _strict_line(exc)
     finally:
         notices.set_note_listener(None)
+        notices.hold_third_party(False)
         patching.uninstall()
         if compare:
             compare_hook.uninstall()
@@ -176,6 +178,8 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) ->
         if summary:
             print_summary()
             compare_hook.print_parity_table()
+            for line in notices.third_party_lines():
+                print(line, file=sys.stderr)
     if strict_error is not None:
         print(strict_error, file=sys.stderr)
     return code

@@ -49,7 +49,7 @@ def _shim_run(script: Path, ledger: Path, out: Path, cwd: Path) -> subprocess.Co
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "compat", "run", "--ledger", str(ledger),
                            str(script), str(out)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def recorded(tmp_path_factory):
 
 
 def test_records_name_the_call_site_relative_to_the_project_root(recorded):
-    base, old, ledger = recorded
+    _, old, ledger = recorded
     (rec,) = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert rec["route_taken"] == "legacy"
     assert rec["project_root"] == str(old)
@@ -102,7 +102,7 @@ def test_copied_tree_gets_the_ledgers_decisions(recorded, capsys, monkeypatch, k
 
 
 def test_ledger_of_another_tree_is_a_usage_error_naming_both_roots(recorded, tmp_path, capsys):
-    base, old, ledger = recorded
+    _, old, ledger = recorded
     other = tmp_path / "other"
     (other / "tools").mkdir(parents=True)
     (other / ".git").mkdir()  # a checkout root
@@ -118,7 +118,7 @@ def test_ledger_of_another_tree_is_a_usage_error_naming_both_roots(recorded, tmp
 def test_a_file_of_the_ledgers_tree_without_recorded_calls_is_no_error(recorded, tmp_path, capsys):
     """pre-commit passes only the changed files: a ledger of this project whose calls are in
     other files of it is not an error."""
-    base, old, ledger = recorded
+    _, old, ledger = recorded
     mig = tmp_path / "mig"
     shutil.copytree(old, mig)
     other = mig / "tools" / "other.py"
