@@ -1,5 +1,5 @@
 """``python -m compat`` (``torch-onnx-compat`` installed): run | report | catalog | rule | check |
-convert-opset."""
+convert-opset | verify-migration."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from compat import commands
 
-COMMANDS = ("run", "report", "catalog", "rule", "check", "convert-opset")
+COMMANDS = ("run", "report", "catalog", "rule", "check", "convert-opset", "verify-migration")
 
 
 def usage() -> str:
@@ -19,6 +19,8 @@ def usage() -> str:
 
   run [--route R] [--strict] [--ledger P] [--compare] [--explain] [-v] (script.py | -m module) ARGS...
                       run a script unchanged with torch.onnx patched
+  run --observe --ledger P (script.py | -m module) ARGS...
+                      run a script on plain torch, recording each export call (no shim)
   report LEDGER... [--format markdown|json|html] [--output PATH]
                       merge export ledgers into a migration report
   catalog [--format text|markdown|json]
@@ -31,6 +33,9 @@ def usage() -> str:
   convert-opset IN.onnx --opset N [-o OUT.onnx]
                       bring a model down to opset N (11..its own) with the torch.export
                       route's down-conversion, checked; names an operator it cannot take down
+  verify-migration OLD_LEDGER NEW_LEDGER [--format text|json]
+                      compare the models of the original code under the shim (run --ledger) with
+                      the migrated code's (run --observe --ledger), call site by call site
 
 Every command takes --version and --help. The rewriter: {commands.MIGRATE} --help
 """
@@ -86,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from compat.tools.convert_opset import main as convert_main
 
         return convert_main(rest)
+    if cmd == "verify-migration":
+        from compat.tools.verify_migration import main as verify_main
+
+        return verify_main(rest)
     if cmd == "catalog":
         return _catalog(rest)
     if cmd == "rule":

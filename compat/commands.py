@@ -40,6 +40,7 @@ CATALOG = f"{PREFIX} catalog"
 RULE = f"{PREFIX} rule"
 CHECK = f"{PREFIX} check"
 CONVERT_OPSET = f"{PREFIX} convert-opset"
+VERIFY_MIGRATION = f"{PREFIX} verify-migration"
 MIGRATE = MIGRATE_SCRIPT if PREFIX == SCRIPT else f"{PREFIX}.migrate"
 
 

@@ -109,6 +109,26 @@ def _custom(model: Any) -> tuple[list[str], list[dict[str, Any]], list[dict[str,
     return domains, nodes, functions
 
 
+def describe(model: Any, path: str) -> dict[str, Any]:
+    """What a loaded ``model`` (read from ``path``, external data not loaded) holds: IR version,
+    producer, opsets per domain, inputs (initializers excluded) and outputs with their dims,
+    node count, external data, custom domains and nodes, local functions."""
+    _, onnx, _ = _onnx_modules()
+    folder = os.path.dirname(os.path.abspath(path))
+    domains, nodes, functions = _custom(model)
+    return {
+        "ir_version": model.ir_version,
+        "producer": " ".join(p for p in (model.producer_name, model.producer_version) if p),
+        "opsets": {o.domain or "ai.onnx": o.version for o in model.opset_import},
+        "inputs": [_value_info(v, onnx) for v in model.graph.input
+                   if v.name not in {t.name for t in model.graph.initializer}],
+        "outputs": [_value_info(v, onnx) for v in model.graph.output],
+        "nodes": len(model.graph.node),
+        "external_data": _external_data(model, folder, onnx),
+        "custom_domains": domains, "custom_nodes": nodes, "local_functions": functions,
+    }
+
+
 def _step(fn: Any) -> dict[str, Any]:
     try:
         fn()
@@ -180,19 +200,7 @@ def check(path: str, dim_size: int = DEFAULT_DIM_SIZE) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - DecodeError and friends: not an ONNX protobuf
         problems.append(f"not an ONNX model: {type(exc).__name__}: {' '.join(str(exc).split())}")
         return report
-    folder = os.path.dirname(os.path.abspath(path))
-    report.update({
-        "ir_version": model.ir_version,
-        "producer": " ".join(p for p in (model.producer_name, model.producer_version) if p),
-        "opsets": {o.domain or "ai.onnx": o.version for o in model.opset_import},
-        "inputs": [_value_info(v, onnx) for v in model.graph.input
-                   if v.name not in {t.name for t in model.graph.initializer}],
-        "outputs": [_value_info(v, onnx) for v in model.graph.output],
-        "nodes": len(model.graph.node),
-        "external_data": _external_data(model, folder, onnx),
-    })
-    domains, nodes, functions = _custom(model)
-    report.update({"custom_domains": domains, "custom_nodes": nodes, "local_functions": functions})
+    report.update(describe(model, path))
     for f in report["external_data"]["files"]:
         if not f["exists"]:
             problems.append(f"external data file {f['location']!r} is missing (looked for {f['path']})")

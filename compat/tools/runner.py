@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ledger", metavar="PATH", help="append one JSON record per export to PATH")
     p.add_argument("--compare", action="store_true",
                    help="also export on both routes and record the parity verdict")
+    p.add_argument("--observe", action="store_true",
+                   help="no shim: torch.onnx.export runs as plain torch runs it, and each call is "
+                        "recorded in the --ledger (for verify-migration)")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary at exit")
     p.add_argument("--explain", action="store_true",
                    help="the long text of each legacy usage (why, the replacement, the migrate "
@@ -85,6 +88,20 @@ def main(argv: Sequence[str]) -> int:
     if ns.module is None and not os.path.isfile(ns.script):
         print(f"{PROG}: can't open file {ns.script!r}", file=sys.stderr)
         return 2
+    if ns.observe:
+        clash = [o for o, on in (("--route", ns.route), ("--strict", ns.strict),
+                                 ("--compare", ns.compare)) if on]
+        if clash:
+            parser.error(f"--observe runs plain torch: {', '.join(clash)} does not apply")
+        if not ns.ledger:
+            parser.error("--observe records into a ledger: give --ledger PATH")
+        from compat.records.ledger import check_path
+
+        try:  # the shim checks it at each export; the pass-through must not raise there
+            check_path(ns.ledger)
+        except CompatError as exc:
+            print(f"{PROG}: error: --ledger: {exc}", file=sys.stderr)
+            return 2
     from compat.installed.runtime_extra import require_runtime
 
     try:
@@ -106,19 +123,19 @@ def main(argv: Sequence[str]) -> int:
     if ns.verbose:
         os.environ[config.ENV_VERBOSE] = "1"
     if ns.module is not None:
-        return run_module(ns.module, ns.args, summary=not ns.quiet)
-    return run_script(ns.script, ns.args, summary=not ns.quiet)
+        return run_module(ns.module, ns.args, summary=not ns.quiet, observe=ns.observe)
+    return run_script(ns.script, ns.args, summary=not ns.quiet, observe=ns.observe)
 
 
-def run_script(script: str, args: Sequence[str], summary: bool = True) -> int:
+def run_script(script: str, args: Sequence[str], summary: bool = True, observe: bool = False) -> int:
     """Run ``script`` as ``__main__`` with ``sys.argv``/``sys.path[0]`` as python sets them;
     in compare mode (``--compare``, or inherited from a parent ``compat run``) every export is
-    also compared."""
+    also compared; with ``observe`` on plain torch, every export recorded."""
     path = os.path.abspath(script)
-    return _run(lambda: _exec_as_main(path), [script, *args], os.path.dirname(path), summary)
+    return _run(lambda: _exec_as_main(path), [script, *args], os.path.dirname(path), summary, observe)
 
 
-def run_module(module: str, args: Sequence[str], summary: bool = True) -> int:
+def run_module(module: str, args: Sequence[str], summary: bool = True, observe: bool = False) -> int:
     """Run ``module`` as ``python -m module`` would: ``sys.argv[0]`` its file, ``sys.path[0]``
     the current folder; under the shim as ``run_script``."""
     sys.path.insert(0, os.getcwd())  # before the lookup: the cwd's own modules, as for python -m
@@ -135,10 +152,13 @@ def run_module(module: str, args: Sequence[str], summary: bool = True) -> int:
     def run() -> None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
 
-    return _run(run, ["-m", *args], os.getcwd(), summary)
+    return _run(run, ["-m", *args], os.getcwd(), summary, observe)
 
 
-def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) -> int:
+def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool,
+         observe: bool = False) -> int:
+    if observe:
+        return _run_observed(run, argv, path0, summary)
     from compat.tools import compare_hook, patching
 
     old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
@@ -156,6 +176,7 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) ->
     compare = compare_hook.enabled()
     if compare:
         compare_hook.install()
+    facts = _record_output_facts()
     patching.install()
     notices.set_note_listener(_print_note)
     notices.hold_third_party(True)  # one line per distribution at exit instead
@@ -170,6 +191,7 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) ->
         notices.set_note_listener(None)
         notices.hold_third_party(False)
         patching.uninstall()
+        _stop_recording_output_facts(facts)
         if compare:
             compare_hook.uninstall()
         sys.argv = old_argv
@@ -183,6 +205,66 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool) ->
     if strict_error is not None:
         print(strict_error, file=sys.stderr)
     return code
+
+
+def _record_output_facts() -> bool:
+    """With a ledger, each shim export's record also gets what ``verify-migration`` compares
+    (``compat.records.output_facts``)."""
+    if not config.env_ledger():
+        return False
+    from compat import api
+    from compat.records import output_facts
+
+    api.add_observer(output_facts.shim_observer)
+    return True
+
+
+def _stop_recording_output_facts(added: bool) -> None:
+    if added:
+        from compat import api
+        from compat.records import output_facts
+
+        api.remove_observer(output_facts.shim_observer)
+
+
+def _run_observed(run: Callable[[], None], argv: list[str], path0: str, summary: bool) -> int:
+    """``--observe``: the script on plain torch (warnings, routes and options untouched), each
+    ``torch.onnx.export`` call recorded; ``compat.export`` calls as written, recorded too."""
+    from compat.tools import observe
+
+    old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    sys.argv = argv
+    if sys.path:
+        sys.path[0] = path0
+    else:
+        sys.path.insert(0, path0)
+    code = 0
+    facts = _record_output_facts()
+    observe.install()
+    try:
+        run()
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    finally:
+        observe.uninstall()
+        _stop_recording_output_facts(facts)
+        sys.argv = old_argv
+        if old_path0 is not None:
+            sys.path[0] = old_path0
+        if summary:
+            _print_observed(observe.calls)
+            print_summary()
+    return code
+
+
+def _print_observed(calls: Sequence[tuple[str, str, str | None]], stream: TextIO | None = None) -> None:
+    stream = stream or sys.stderr
+    if not calls:
+        return
+    print(f"\ntorch-onnx-compat: {len(calls)} torch.onnx.export call(s) observed (plain torch), "
+          f"recorded in {config.env_ledger()}", file=stream)
+    for site, status, what in calls:
+        print(f"  {site}  {'-> ' + str(what) if status == 'ok' else 'FAILED ' + str(what)}", file=stream)
 
 
 def _print_note(call_site: str, note: str) -> None:
