@@ -161,12 +161,6 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool,
         return _run_observed(run, argv, path0, summary)
     from compat.tools import compare_hook, patching
 
-    old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
-    sys.argv = argv
-    if sys.path:
-        sys.path[0] = path0
-    else:
-        sys.path.insert(0, path0)
     code = 0
     strict_error: str | None = None
     if not sys.warnoptions:
@@ -176,12 +170,11 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool,
     compare = compare_hook.enabled()
     if compare:
         compare_hook.install()
-    facts = _record_output_facts()
     patching.install()
     notices.set_note_listener(_print_note)
     notices.hold_third_party(True)  # one line per distribution at exit instead
     try:
-        with _one_line_warnings(not notices.explain()):
+        with _as_script(argv, path0), _output_facts(), _one_line_warnings(not notices.explain()):
             run()
     except SystemExit as exc:
         code = _exit_code(exc.code)
@@ -191,12 +184,8 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool,
         notices.set_note_listener(None)
         notices.hold_third_party(False)
         patching.uninstall()
-        _stop_recording_output_facts(facts)
         if compare:
             compare_hook.uninstall()
-        sys.argv = old_argv
-        if old_path0 is not None:
-            sys.path[0] = old_path0
         if summary:
             print_summary()
             compare_hook.print_parity_table()
@@ -207,23 +196,37 @@ def _run(run: Callable[[], None], argv: list[str], path0: str, summary: bool,
     return code
 
 
-def _record_output_facts() -> bool:
+@contextmanager
+def _as_script(argv: list[str], path0: str) -> Iterator[None]:
+    """``sys.argv`` and ``sys.path[0]`` as python sets them for the script, restored after."""
+    old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    sys.argv = argv
+    if sys.path:
+        sys.path[0] = path0
+    else:
+        sys.path.insert(0, path0)
+    try:
+        yield
+    finally:
+        sys.argv = old_argv
+        if old_path0 is not None:
+            sys.path[0] = old_path0
+
+
+@contextmanager
+def _output_facts() -> Iterator[None]:
     """With a ledger, each shim export's record also gets what ``verify-migration`` compares
     (``compat.records.output_facts``)."""
     if not config.env_ledger():
-        return False
+        yield
+        return
     from compat import api
     from compat.records import output_facts
 
     api.add_observer(output_facts.shim_observer)
-    return True
-
-
-def _stop_recording_output_facts(added: bool) -> None:
-    if added:
-        from compat import api
-        from compat.records import output_facts
-
+    try:
+        yield
+    finally:
         api.remove_observer(output_facts.shim_observer)
 
 
@@ -232,25 +235,15 @@ def _run_observed(run: Callable[[], None], argv: list[str], path0: str, summary:
     ``torch.onnx.export`` call recorded; ``compat.export`` calls as written, recorded too."""
     from compat.tools import observe
 
-    old_argv, old_path0 = sys.argv[:], sys.path[0] if sys.path else None
-    sys.argv = argv
-    if sys.path:
-        sys.path[0] = path0
-    else:
-        sys.path.insert(0, path0)
     code = 0
-    facts = _record_output_facts()
     observe.install()
     try:
-        run()
+        with _as_script(argv, path0), _output_facts():
+            run()
     except SystemExit as exc:
         code = _exit_code(exc.code)
     finally:
         observe.uninstall()
-        _stop_recording_output_facts(facts)
-        sys.argv = old_argv
-        if old_path0 is not None:
-            sys.path[0] = old_path0
         if summary:
             _print_observed(observe.calls)
             print_summary()
