@@ -96,6 +96,7 @@ class LedgerIndex:
     rels: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # parts -> rel parts
     roots: dict[str, int] = field(default_factory=dict)  # the ledger's project roots (or folders)
     _by_name: dict | None = field(default=None, repr=False, compare=False)
+    _marked: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, record: dict, base: str) -> None:
         site = str(record.get("call_site") or "")
@@ -122,7 +123,10 @@ class LedgerIndex:
         """The project root of a file being migrated: its nearest pyproject.toml / .git folder,
         else the folder being migrated that holds it, else its own folder."""
         real = os.path.realpath(path)
-        found = find_project_root(os.path.dirname(real))
+        folder = os.path.dirname(real)
+        if folder not in self._marked:  # one walk up per folder, not per file
+            self._marked[folder] = find_project_root(folder)
+        found = self._marked[folder]
         if found is not None:
             return found
         holding = [r for r in self.tree_roots if _under(real, os.path.realpath(r))]

@@ -7,7 +7,8 @@ distribution (``third-party legacy usage: torchvision 0.28.0 registers 4 symboli
 
 A file is third-party when it lies under a site-packages folder (sysconfig's purelib/platlib,
 ``site``'s folders), when its top-level package sits beside the ``.dist-info`` of an installed
-distribution (``pip install --target``), or when the running script belongs to a project (a
+distribution (``pip install --target``; an ``.egg-info`` left by ``setup.py develop`` beside the
+user's own package does not count), or when the running script belongs to a project (a
 ``pyproject.toml`` or ``.git`` above it) and the file lies outside that project. The distribution
 and its version come from ``importlib.metadata``. Standard library only.
 """
@@ -87,12 +88,14 @@ def _container(path: str, module: str) -> str | None:
 
 
 def _installed_beside(folder: str, top: str) -> Distribution | None:
-    """The distribution whose ``.dist-info`` in ``folder`` lists the top-level name ``top``."""
+    """The distribution whose ``.dist-info`` in ``folder`` lists the top-level name ``top``.
+    Not an ``.egg-info``: ``setup.py develop`` leaves one beside the user's own package."""
     import importlib.metadata
 
-    if not any(n.endswith((".dist-info", ".egg-info")) for n in os.listdir(folder)):
-        return None
-    for dist in importlib.metadata.distributions(path=[folder]):
+    for name in os.listdir(folder):
+        if not name.endswith(".dist-info"):
+            continue
+        dist = importlib.metadata.Distribution.at(os.path.join(folder, name))
         tops = (dist.read_text("top_level.txt") or "").split()
         if not tops:
             tops = [str(f).split("/")[0].removesuffix(".py") for f in dist.files or ()]

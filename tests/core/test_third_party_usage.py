@@ -183,3 +183,35 @@ def test_distribution_of_files():
     assert third_party.distribution_of(__file__, __name__) is None  # this project's own tests
     assert third_party.distribution_of(notices.__file__, notices.__name__) is None
     assert third_party.distribution_of("<stdin>", "__main__") is None
+
+
+def test_installed_beside_counts_a_dist_info_not_an_egg_info(tmp_path, monkeypatch):
+    """``pip install --target`` leaves a .dist-info beside the package: third-party. ``setup.py
+    develop`` leaves an .egg-info beside the user's own package: still the user's code."""
+    from compat.policy import third_party
+
+    project = tmp_path / "proj"
+    (project / "src" / "mypkg").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    (project / "src" / "mypkg" / "__init__.py").write_text("")
+    (project / "src" / "mypkg.egg-info").mkdir()
+    (project / "src" / "mypkg.egg-info" / "top_level.txt").write_text("mypkg\n")
+    (project / "run.py").write_text("")
+    vendored = project / "vendor"
+    (vendored / "lib").mkdir(parents=True)
+    (vendored / "lib" / "ops.py").write_text("")
+    (vendored / "lib-1.0.dist-info").mkdir()
+    (vendored / "lib-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: lib\nVersion: 1.0\n")
+    (vendored / "lib-1.0.dist-info" / "top_level.txt").write_text("lib\n")
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", str(project / "run.py"), raising=False)
+    third_party.distribution_of.cache_clear()
+    try:
+        assert third_party.distribution_of(str(project / "src" / "mypkg" / "__init__.py"), "mypkg") is None
+        found = third_party.distribution_of(str(vendored / "lib" / "ops.py"), "lib.ops")
+        assert found == third_party.Distribution("lib", "1.0")
+        outside = tmp_path / "elsewhere" / "helper.py"  # outside the running script's project
+        outside.parent.mkdir()
+        outside.write_text("")
+        assert third_party.distribution_of(str(outside), "helper") == third_party.Distribution("helper", "")
+    finally:
+        third_party.distribution_of.cache_clear()
