@@ -53,10 +53,15 @@ def _site_folders() -> tuple[str, ...]:
 
 def _project_of_main() -> str | None:
     """The project (pyproject.toml / .git folder) of the running script, else of the working
-    folder when there is no script file (``python -c``, a REPL)."""
+    folder: when there is no script file (``python -c``, a REPL) or the script is a tool of the
+    Python installation (``pytest``'s entry point in a virtualenv)."""
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    start = os.path.dirname(os.path.abspath(main_file)) if isinstance(main_file, str) and main_file \
-        else os.getcwd()
+    start = os.getcwd()
+    if isinstance(main_file, str) and main_file:
+        main_path = os.path.realpath(main_file)
+        tools = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.exec_prefix, sys.base_prefix})
+        if not main_path.startswith(tools + _site_folders()):
+            start = os.path.dirname(main_path)
     return find_project_root(start)
 
 
