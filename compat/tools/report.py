@@ -156,7 +156,8 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
                 g["model_lines"] += [m for m in blocking_lines(rec) if m not in g["model_lines"]]
         if route == "legacy":
             why = reasons if rec.get("route_requested") == "auto" else [
-                f"route '{rec.get('route_requested')}' requested (call, environment or pyproject)"]
+                "plain torch, dynamo=False as called (run --observe)" if rec.get("mode") == "observe"
+                else f"route '{rec.get('route_requested')}' requested (call, environment or pyproject)"]
             s = legacy_sites.setdefault(site, {"call_site": site, "models": [], "calls": 0, "reasons": []})
             s["calls"] += 1
             if rec.get("model") and rec["model"] not in s["models"]:

@@ -198,6 +198,10 @@ def test_observe_leaves_torch_as_it_is(tmp_path):
     assert legacy["options"] == {"input_names": ["x"], "opset_version": 13, "dynamo": False}
     a, b = onnx.load(str(tmp_path / "o.onnx")), onnx.load(str(tmp_path / "p.onnx"))
     assert a.SerializeToString() == b.SerializeToString()
+    from compat.tools import report
+
+    (site,) = report.build([legacy])["legacy_call_sites"]
+    assert site["reasons"] == ["plain torch, dynamo=False as called (run --observe)"]
     assert failed["status"] == "failed" and failed["error"].startswith("TypeError: export() takes")
     assert program["output"] is None and Path(program["output_snapshot"]).is_file()
     assert program["output_files"]["model"]["path"] == program["output_snapshot"]
