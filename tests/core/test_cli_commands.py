@@ -139,7 +139,8 @@ def test_readme_use_section_works_for_the_documented_install(capsys: pytest.Capt
         words = line.split("#")[0].split()
         if words[0] != "torch-onnx-compat" or words[1].startswith("-"):
             continue
-        assert words[1] in ("run", "report", "check", "convert-opset", "rule", "catalog"), line
+        assert words[1] in ("run", "report", "check", "convert-opset", "rule", "catalog",
+                            "verify-migration"), line
         try:
             main([words[1], "--help"])
         except SystemExit:
