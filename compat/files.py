@@ -41,13 +41,16 @@ def atomic_write(
     require_owner: bool = False,
     as_new_file: bool = False,
     before_replace: Callable[[], None] | None = None,
+    durable: bool = True,
 ) -> str:
     """Replace the file at ``path`` with ``data`` atomically; returns the path written.
 
     A symlink is followed (the link stays a link, its target gets the content). The temp file is
     created in the target's folder (never through a file or link someone left at its name), gets
     an existing file's mode and, where allowed (root), its owner and group, else the umask's mode
-    as ``open()`` would give it; file and folder are fsynced around the ``os.replace``. With
+    as ``open()`` would give it; file and folder are fsynced around the ``os.replace`` (not with
+    ``durable=False``: still atomic for readers and for a killed process; what a power loss right
+    after leaves is the file system's choice, as after a plain ``open(f, "wb")`` write). With
     ``require_owner`` a file whose owner cannot be kept is not replaced (``PermissionError``).
     With ``as_new_file`` the name is replaced as if the file were new (a symlink there is replaced,
     not followed; umask mode, the writer's owner): for entries of a folder several users share.
@@ -67,7 +70,8 @@ def atomic_write(
         try:
             keep_owner_and_mode(fd, st, require_owner=require_owner)
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         if before_replace is not None:
@@ -77,7 +81,8 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_folder(folder)
+    if durable:
+        fsync_folder(folder)
     return target
 
 
