@@ -1,7 +1,7 @@
 """The one home of the private torch pieces the shim itself touches (outside both routes).
 
 ``nn.Module``'s slot dictionaries (``_parameters``, ``_buffers``, ``_non_persistent_buffers_set``),
-which the model snapshot reads and restores, and ``torch.utils._pytree``, which the input layout
+which the model snapshot reads and restores, and ``_modules``, which it walks, and ``torch.utils._pytree``, which the input layout
 and the parity check flatten calls with. The routes' own pieces live in ``dynamo/torch_internals.py``
 (the TorchScript route touches none). ``check()`` names whatever a torch upgrade moved;
 ``tests/core/test_shim_internals.py`` fails loudly on that torch, and a piece missing when used
@@ -62,6 +62,15 @@ def module_slots(m: Any) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
     return slots[0], slots[1], slots[2]
 
 
+def module_children(m: Any) -> list[Any]:
+    """``m``'s direct submodules (None for a name registered as None), from its ``_modules``
+    dictionary: ``m.children()`` builds name prefixes and sets on every call."""
+    children = m.__dict__.get("_modules")
+    if isinstance(children, dict):
+        return list(children.values())
+    return list(m.children())  # a ScriptModule's wrapper (or a torch that moved ``_modules``)
+
+
 def tree_leaves(tree: Any) -> list[Any]:
     return list(_need("torch.utils._pytree", "tree_leaves")(tree))
 
@@ -89,4 +98,7 @@ def check() -> list[str]:
     for name, kind in MODULE_SLOTS:
         if not isinstance(probe.__dict__.get(name), kind):
             missing.append(f"torch.nn.Module.{name}")
+    probe.add_module("child", torch.nn.Identity())
+    if not isinstance(probe.__dict__.get("_modules"), dict) or module_children(probe) != [probe.child]:
+        missing.append("torch.nn.Module._modules")
     return missing

@@ -15,6 +15,7 @@ Two layers, so that the common case stays cheap:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,17 @@ def _layout(t: Any) -> tuple[Any, ...]:
         return (id(t),)
 
 
+def _state(t: Any, copy: bool) -> _TensorState:
+    return _TensorState(t, _layout(t), t.detach(), _clone(t) if copy else None)
+
+
+def _clone(t: Any) -> Any:
+    try:
+        return t.detach().clone()
+    except (RuntimeError, NotImplementedError, ValueError):  # e.g. lazy parameters
+        return None
+
+
 class _Snapshot:
     """Which tensors a module tree holds, their storage, and (optionally) copies of values."""
 
@@ -43,28 +55,27 @@ class _Snapshot:
 
         from compat.installed import torch_internals
 
-        self.modules = list(model.modules())
+        self.modules = _modules(model)
         self.slots = []
+        params: dict[int, Any] = {}
+        buffers: dict[int, Any] = {}
         for m in self.modules:
             if isinstance(m, torch.jit.ScriptModule):
-                continue
-            params, buffers, non_persistent = torch_internals.module_slots(m)
-            self.slots.append((m, dict(params), dict(buffers), set(non_persistent)))
-        seen: dict[int, _TensorState] = {}
-        for tensors, copy in ((model.parameters(), copy_params), (model.buffers(), copy_buffers)):
-            for t in tensors:
-                if id(t) in seen:
-                    continue
-                try:
-                    saved = t.detach().clone() if copy else None
-                except (RuntimeError, NotImplementedError, ValueError):  # e.g. lazy parameters
-                    saved = None
-                seen[id(t)] = _TensorState(t, _layout(t), t.detach(), saved)
-        self.tensors = list(seen.values())
+                own_params, own_buffers = m.parameters(recurse=False), m.buffers(recurse=False)
+            else:
+                live_params, live_buffers, non_persistent = torch_internals.module_slots(m)
+                self.slots.append((m, dict(live_params), dict(live_buffers), set(non_persistent)))
+                own_params, own_buffers = live_params.values(), live_buffers.values()
+            for t in own_params:
+                if t is not None:
+                    params.setdefault(id(t), t)
+            for t in own_buffers:
+                if t is not None:
+                    buffers.setdefault(id(t), t)
+        self.tensors = [_state(t, copy_params) for t in params.values()]
+        self.tensors += [_state(t, copy_buffers) for i, t in buffers.items() if i not in params]
 
     def restore(self) -> None:
-        import torch
-
         from compat.installed import torch_internals
 
         for m, params, buffers, non_persistent in self.slots:
@@ -79,24 +90,50 @@ class _Snapshot:
             if live_non_persistent != non_persistent:
                 live_non_persistent.clear()
                 live_non_persistent.update(non_persistent)
-        with torch.no_grad():
-            for s in self.tensors:
-                t = s.tensor
-                if _layout(t) != s.layout:
-                    with contextlib.suppress(RuntimeError):
-                        t.data = s.storage
-                if s.copy is None:
-                    continue
-                # unconditionally: a write through ``.data`` or numpy does not move the version
-                # counter, and a copy costs about what a comparison would. Through ``.data`` so
-                # the restore does not move it either (an autograd graph the caller holds stays
-                # valid).
+        _restore_values(self.tensors)
+
+
+def _modules(model: Any) -> list[Any]:
+    """``list(model.modules())`` (each module once, the model first), without the name prefixes
+    ``named_modules`` builds."""
+    from compat.installed import torch_internals
+
+    found = {id(model): model}
+    stack = [model]
+    while stack:
+        children = torch_internals.module_children(stack.pop())
+        for child in reversed(children):
+            if child is not None and id(child) not in found:
+                found[id(child)] = child
+                stack.append(child)
+    return list(found.values())
+
+
+def _restore_values(states: list[_TensorState]) -> None:
+    """Each tensor's storage back (undoing a ``.data =`` reassignment), then its copied values:
+    unconditionally, as a write through ``.data`` or numpy does not move the version counter and
+    a copy costs about what a comparison would; through ``.data``, so the restore does not move
+    it either (an autograd graph the caller holds stays valid)."""
+    import torch
+
+    with torch.no_grad():
+        for s in states:
+            t = s.tensor
+            if _layout(t) != s.layout:
+                with contextlib.suppress(RuntimeError):
+                    t.data = s.storage
+            if s.copy is not None:
                 with contextlib.suppress(RuntimeError, NotImplementedError):
                     t.data.copy_(s.copy)
 
 
 def _changed(live: dict[str, Any], saved: dict[str, Any]) -> bool:
     return live.keys() != saved.keys() or any(live[k] is not v for k, v in saved.items())
+
+
+#: the snapshots ``preserved`` holds open on this thread (innermost last): ``route_guard`` copies
+#: the values of the tensors its model's snapshot found instead of walking the model again
+_open = threading.local()
 
 
 @contextlib.contextmanager
@@ -109,24 +146,37 @@ def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
     if not isinstance(model, torch.nn.Module):
         yield
         return
-    modules = list(model.modules())
+    modules = _modules(model)
     flags = [m.training for m in modules]
     snapshot = _Snapshot(model, copy_params=False, copy_buffers=will_train or any(flags))
+    stack = _open.__dict__.setdefault("stack", [])
+    stack.append((model, snapshot))
     try:
         yield
     finally:
+        stack.pop()
         for m, flag in zip(modules, flags):
-            m.training = flag
+            if m.training is not flag:
+                m.training = flag
         snapshot.restore()
 
 
 @contextlib.contextmanager
 def values_preserved(model: Any) -> Iterator[None]:
-    """Copy every parameter and buffer, and put back whatever the block changed."""
+    """Copy every parameter and buffer, and put back whatever the block changed (their values,
+    and inside ``preserved`` of the same model only those: ``preserved`` restores identities)."""
     import torch
 
     if not isinstance(model, torch.nn.Module):
         yield
+        return
+    stack = getattr(_open, "stack", None)
+    if stack and stack[-1][0] is model:
+        states = [_TensorState(s.tensor, s.layout, s.storage, _clone(s.tensor)) for s in stack[-1][1].tensors]
+        try:
+            yield
+        finally:
+            _restore_values(states)
         return
     snapshot = _Snapshot(model, copy_params=True, copy_buffers=True)
     try:
