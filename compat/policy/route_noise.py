@@ -85,13 +85,27 @@ class _LogHold(logging.Filter):
         return False
 
 
+#: the noisy packages' loggers, and the names still held by placeholders; looked for again when
+#: a logger was added or a placeholder became a logger (loggers are never removed)
+_NOISY_LOGGERS: tuple[int, list[logging.Logger], list[str]] = (-1, [], [])
+
+
+def _noisy_loggers() -> list[logging.Logger]:
+    global _NOISY_LOGGERS
+    registry = logging.Logger.manager.loggerDict
+    count, loggers, placeholders = _NOISY_LOGGERS
+    if count != len(registry) or any(isinstance(registry.get(n), logging.Logger) for n in placeholders):
+        noisy = [(name, item) for name, item in list(registry.items()) if name.split(".")[0] in NOISY_PACKAGES]
+        loggers = [item for _, item in noisy if isinstance(item, logging.Logger)]
+        placeholders = [name for name, item in noisy if not isinstance(item, logging.Logger)]
+        _NOISY_LOGGERS = (len(registry), loggers, placeholders)
+    return loggers
+
+
 def _handlers() -> list[logging.Handler]:
     """Every handler a record of a noisy package's logger can reach."""
     found: dict[int, logging.Handler] = {}
-    loggers: list[logging.Logger] = [logging.getLogger()]
-    for name, logger in list(logging.Logger.manager.loggerDict.items()):
-        if isinstance(logger, logging.Logger) and name.split(".")[0] in NOISY_PACKAGES:
-            loggers.append(logger)
+    loggers: list[logging.Logger] = [logging.getLogger(), *_noisy_loggers()]
     for logger in loggers:
         for handler in logger.handlers:
             found[id(handler)] = handler

@@ -16,6 +16,7 @@ stream object it took before the export) is captured with the export's own outpu
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -46,7 +47,7 @@ class Capture:
         if not self.enabled:
             return self
         _flush()
-        out_f, err_f = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        out_f, err_f = _scratch_file("stdout"), _scratch_file("stderr")
         saved: list[int] = []
         try:
             saved = [os.dup(1), os.dup(2)]
@@ -180,14 +181,28 @@ def _fileno(stream: Any) -> int | None:
         return None
 
 
+def _scratch_file(name: str) -> Any:
+    """An anonymous file for one descriptor's output: in memory where the system has
+    ``memfd_create`` (no file system work), else a temporary file."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return open(os.memfd_create(f"compat-{name}", os.MFD_CLOEXEC), "w+b")
+    return tempfile.TemporaryFile()
+
+
 def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     with contextlib.suppress(Exception):  # C stdio buffers (torch's C++ prints)
-        import ctypes
+        _c_fflush()(None)
 
-        ctypes.CDLL(None).fflush(None)
+
+@functools.cache
+def _c_fflush() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None).fflush
 
 
 def _read(fh: Any) -> str:
