@@ -55,7 +55,7 @@ def export(req: ExportRequest) -> Outcome:
     outcome = Outcome(route=ROUTE)
     start = time.perf_counter()
     staging = staging_path(req)
-    target: Any = staging if staging is not None else io.BytesIO()
+    target: Any = staging if staging is not None else _BytesSink()
     # what the exporter prints (graph dumps on failure): shown on success, logged on failure
     capture = Capture(enabled=not req.verbose)
     try:
@@ -81,6 +81,27 @@ def export(req: ExportRequest) -> Outcome:
         outcome.model_bytes = target.getvalue()
     outcome.duration_s = time.perf_counter() - start
     return outcome
+
+
+class _BytesSink(io.RawIOBase):
+    """Where the exporter writes an in-memory model: keeps the bytes objects it is given (the
+    whole model, in one write) instead of copying them into a buffer as ``io.BytesIO`` does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._chunks: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._chunks.append(data if type(data) is bytes else bytes(data))
+        return len(self._chunks[-1])
+
+    def getvalue(self) -> bytes:
+        if len(self._chunks) != 1:
+            self._chunks = [b"".join(self._chunks)]
+        return self._chunks[0]
 
 
 #: above this many bytes of parameters and buffers the model cannot be one protobuf: the
