@@ -115,6 +115,10 @@ class UntestedTorchWarning(UserWarning):
     """The installed torch is outside the range the suite passed on (shown once per process)."""
 
 
+class ModelChangedWarning(RuntimeWarning):
+    """An export changed the user's model in a way that could not be put back (names what)."""
+
+
 class LegacyExportWarning(DeprecationWarning):
     """A legacy torch.onnx usage; ``code`` is its ONX catalog code."""
 

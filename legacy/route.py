@@ -13,7 +13,9 @@ from typing import Any
 from compat.errors import RouteFailed, RouteUnavailable
 from compat.policy.warning_tap import WarningTap
 from compat.request import ExportRequest, Outcome
+from compat.routing import model_state
 from compat.routing.capture import Capture
+from compat.routing.copy_on_write import copy_on_write
 
 from . import keyword_inputs
 
@@ -62,7 +64,10 @@ def export(req: ExportRequest) -> Outcome:
         # No warnings.catch_warnings here: changing the filters resets every module's
         # once-per-location registry, and compat's own warnings must show once per call site.
         categories = (torch.jit.TracerWarning, *DEPRECATION_CATEGORIES)
-        with capture, keyword_inputs.by_name(req) as args, \
+        # the trace runs the real forward, which may write to the model: put back what it changes
+        # (verbose graph dumps show Python stacks, which the copy-on-write mode would add to)
+        guard = model_state.values_preserved if req.verbose else copy_on_write
+        with guard(req.model), capture, keyword_inputs.by_name(req) as args, \
                 WarningTap(categories, accept=is_tracer_warning) as tracer:
             exporter(req.model, args, target, **_options(req, torch))
     except Exception as exc:

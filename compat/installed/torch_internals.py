@@ -62,6 +62,64 @@ def module_slots(m: Any) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
     return slots[0], slots[1], slots[2]
 
 
+def writes_positional(func: Any) -> bool:
+    """Whether torch's op schema for ``func`` writes to an argument it takes positionally
+    (``aten.add_``, ``_native_batch_norm_legit``; not an out-variant's keyword-only ``out=``).
+    ``func`` is an ``OpOverload`` (its own schema) or a builtin torch function or Tensor method
+    (every overload of the aten op of its name); False when torch has no such op."""
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        return _schema_writes(schema)
+    import torch
+
+    name = getattr(func, "__name__", None)
+    try:
+        packet = getattr(torch.ops.aten, name) if isinstance(name, str) and name.isidentifier() else None
+        overloads = packet.overloads() if packet is not None else ()
+    except (AttributeError, RuntimeError):
+        return False
+    return any(_schema_writes(getattr(packet, o)._schema) for o in overloads)
+
+
+def _schema_writes(schema: Any) -> bool:
+    for arg in schema.arguments:
+        alias = arg.alias_info
+        if alias is not None and alias.is_write and not arg.kwarg_only:
+            return True
+    return False
+
+
+def tensor_version(t: Any) -> int:
+    """``t``'s version counter: every in-place write through ``t`` or a view of it moves it
+    (one through ``.data`` or numpy does not)."""
+    return int(t._version)
+
+
+def has_tracer_name_lookup() -> bool:
+    """Whether torch's tracer takes a replacement for its value-name lookup (the TorchScript
+    route's copy-on-write guard needs one that sees through its own frames)."""
+    import torch
+
+    try:
+        return callable(torch._C._tracer_set_get_unique_name_fn) and callable(
+            torch.jit._trace._create_interpreter_name_lookup_fn())
+    except (AttributeError, TypeError):
+        return False
+
+
+def set_tracer_name_lookup(lookup: Any) -> bool:
+    """While a trace runs on this thread: name its values with ``lookup`` (None: torch's own, as
+    the ONNX exporter's trace sets it up); False when no trace runs."""
+    import torch
+
+    if torch._C._get_tracing_state() is None:
+        return False
+    if lookup is None:
+        lookup = torch.jit._trace._create_interpreter_name_lookup_fn()
+    torch._C._tracer_set_get_unique_name_fn(lookup)
+    return True
+
+
 def module_children(m: Any) -> list[Any]:
     """``m``'s direct submodules (None for a name registered as None), from its ``_modules``
     dictionary: ``m.children()`` builds name prefixes and sets on every call."""
@@ -93,6 +151,22 @@ def check() -> list[str]:
             missing.append(f"{module}.{attr}")
     import torch
 
+    try:
+        if not (writes_positional(torch.ops.aten.add_.Tensor) and not writes_positional(torch.ops.aten.add.Tensor)
+                and writes_positional(torch.Tensor.add_) and not writes_positional(torch.Tensor.add)):
+            missing.append("torch.ops.aten.<op>.<overload>._schema (alias annotations)")
+    except (AttributeError, RuntimeError):
+        missing.append("torch.ops.aten.<op>.<overload>._schema")
+    try:
+        t = torch.zeros(1)
+        before = tensor_version(t)
+        t.add_(1)
+        if tensor_version(t) != before + 1:
+            missing.append("torch.Tensor._version (moves on in-place writes)")
+    except (AttributeError, TypeError):
+        missing.append("torch.Tensor._version")
+    if not has_tracer_name_lookup() or not hasattr(torch._C, "_get_tracing_state"):
+        missing.append("torch._C._tracer_set_get_unique_name_fn, torch.jit._trace._create_interpreter_name_lookup_fn")
     probe = torch.nn.Module()
     probe.register_buffer("b", torch.zeros(1), persistent=False)
     for name, kind in MODULE_SLOTS:

@@ -6,10 +6,11 @@ Two layers, so that the common case stays cheap:
   module's parameters and buffers (a forward that reassigns ``self.buf`` or ``weight.data`` gets
   the original objects and storage back); buffer values when a train-mode forward may run.
   Cost: a few attribute reads per tensor, plus a copy of the buffers in train mode.
-* ``route_guard`` (around one route that runs the model's real forward: the TorchScript route,
-  or ``verify=True``): a copy of every parameter and buffer, put back where the forward changed
-  it (in-place updates in eval mode, writes through ``.data``). The torch.export route traces
-  with fake tensors and never writes to the model, so it does not pay for the copy.
+* the values a route's forward may change: ``values_preserved`` copies every parameter and
+  buffer and puts them back (``route_guard``: around a route with ``verify=True``, which runs the
+  forward eagerly); the TorchScript route copies only what its traced forward writes to
+  (``compat.routing.copy_on_write``). The torch.export route traces with fake tensors and never
+  writes to the model, so it pays for neither.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class _Snapshot:
 
         from compat.installed import torch_internals
 
-        self.modules = _modules(model)
+        self.modules = modules(model)
         self.slots = []
         params: dict[int, Any] = {}
         buffers: dict[int, Any] = {}
@@ -72,8 +73,9 @@ class _Snapshot:
             for t in own_buffers:
                 if t is not None:
                     buffers.setdefault(id(t), t)
-        self.tensors = [_state(t, copy_params) for t in params.values()]
-        self.tensors += [_state(t, copy_buffers) for i, t in buffers.items() if i not in params]
+        self.params = [_state(t, copy_params) for t in params.values()]
+        self.buffers = [_state(t, copy_buffers) for i, t in buffers.items() if i not in params]
+        self.tensors = self.params + self.buffers
 
     def restore(self) -> None:
         from compat.installed import torch_internals
@@ -90,10 +92,10 @@ class _Snapshot:
             if live_non_persistent != non_persistent:
                 live_non_persistent.clear()
                 live_non_persistent.update(non_persistent)
-        _restore_values(self.tensors)
+        restore_values(self.tensors)
 
 
-def _modules(model: Any) -> list[Any]:
+def modules(model: Any) -> list[Any]:
     """``list(model.modules())`` (each module once, the model first), without the name prefixes
     ``named_modules`` builds."""
     from compat.installed import torch_internals
@@ -109,7 +111,7 @@ def _modules(model: Any) -> list[Any]:
     return list(found.values())
 
 
-def _restore_values(states: list[_TensorState]) -> None:
+def restore_values(states: list[_TensorState]) -> None:
     """Each tensor's storage back (undoing a ``.data =`` reassignment), then its copied values:
     unconditionally, as a write through ``.data`` or numpy does not move the version counter and
     a copy costs about what a comparison would; through ``.data``, so the restore does not move
@@ -131,9 +133,15 @@ def _changed(live: dict[str, Any], saved: dict[str, Any]) -> bool:
     return live.keys() != saved.keys() or any(live[k] is not v for k, v in saved.items())
 
 
-#: the snapshots ``preserved`` holds open on this thread (innermost last): ``route_guard`` copies
+#: the snapshots ``preserved`` holds open on this thread (innermost last): a guard inside it copies
 #: the values of the tensors its model's snapshot found instead of walking the model again
 _open = threading.local()
+
+
+def open_snapshot(model: Any) -> _Snapshot | None:
+    """The snapshot of ``model`` the innermost ``preserved`` on this thread holds, if any."""
+    stack = getattr(_open, "stack", None)
+    return stack[-1][1] if stack and stack[-1][0] is model else None
 
 
 @contextlib.contextmanager
@@ -146,8 +154,8 @@ def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
     if not isinstance(model, torch.nn.Module):
         yield
         return
-    modules = _modules(model)
-    flags = [m.training for m in modules]
+    tree = modules(model)
+    flags = [m.training for m in tree]
     snapshot = _Snapshot(model, copy_params=False, copy_buffers=will_train or any(flags))
     stack = _open.__dict__.setdefault("stack", [])
     stack.append((model, snapshot))
@@ -155,7 +163,7 @@ def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
         yield
     finally:
         stack.pop()
-        for m, flag in zip(modules, flags):
+        for m, flag in zip(tree, flags):
             if m.training is not flag:
                 m.training = flag
         snapshot.restore()
@@ -170,13 +178,13 @@ def values_preserved(model: Any) -> Iterator[None]:
     if not isinstance(model, torch.nn.Module):
         yield
         return
-    stack = getattr(_open, "stack", None)
-    if stack and stack[-1][0] is model:
-        states = [_TensorState(s.tensor, s.layout, s.storage, _clone(s.tensor)) for s in stack[-1][1].tensors]
+    snapshot = open_snapshot(model)
+    if snapshot is not None:
+        states = [copied(s) for s in snapshot.tensors]
         try:
             yield
         finally:
-            _restore_values(states)
+            restore_values(states)
         return
     snapshot = _Snapshot(model, copy_params=True, copy_buffers=True)
     try:
@@ -185,10 +193,23 @@ def values_preserved(model: Any) -> Iterator[None]:
         snapshot.restore()
 
 
+def snapshot(model: Any) -> _Snapshot:
+    """Which tensors ``model`` holds, without copies (what ``preserved`` records)."""
+    return _Snapshot(model, copy_params=False, copy_buffers=False)
+
+
+def copied(s: _TensorState) -> _TensorState:
+    """``s`` with a copy of its tensor's current values."""
+    return _TensorState(s.tensor, s.layout, s.storage, _clone(s.tensor))
+
+
 def route_guard(model: Any, route: str, verify: bool = False) -> contextlib.AbstractContextManager[None]:
-    """What one route needs restored: ``values_preserved`` when it runs the model's real
-    forward (the TorchScript route traces it; ``verify`` runs it eagerly), else nothing."""
-    if route == "legacy" or verify:
+    """What one route needs restored around it: ``values_preserved`` with ``verify`` (the model's
+    real forward runs eagerly), else nothing: the TorchScript route guards its own trace
+    (``compat.routing.copy_on_write``, in ``legacy.route``) and the torch.export route traces
+    with fake tensors, never writing to the model."""
+    del route  # every route needs the same here; kept for the caller's call form
+    if verify:
         return values_preserved(model)
     return contextlib.nullcontext()
 
