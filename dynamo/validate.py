@@ -7,6 +7,11 @@ with type checks and data propagation, on the model as it would be saved, and ra
 
 Weights are not copied for the check: initializers larger than ``INLINE_LIMIT`` bytes are given
 to the inference as typed graph inputs, so the cost follows the node count, not the model size.
+
+Once per result: a model the down-converter already checked (its own strict checks, the same
+inference and onnx's checker: ``mark_checked``) is not checked again while its graph's structure
+(opset imports, inputs and outputs, every node's op, inputs, outputs and attribute names, the
+initializers) is what it was then.
 """
 
 from __future__ import annotations
@@ -28,16 +33,40 @@ INLINE_LIMIT = 1024
 _PROTO_LIMIT = 2**31 - 2**24
 
 
+_CHECKED_KEY = "compat.strict_checked"
+
+
 def check(program: Any) -> None:
     """Raise ``RouteFailed`` when strict ONNX shape/type inference rejects ``program.model``."""
     model = getattr(program, "model", None)
     if model is None:
+        return
+    meta = getattr(model, "meta", None)
+    if meta is not None and meta.get(_CHECKED_KEY) == _structure(model):
         return
     proto = _proto_without_weights(model)
     try:
         _infer(proto)
     except Exception as exc:  # onnx raises InferenceError, ValidationError, RuntimeError...
         raise RouteFailed(ROUTE, REASON, exc) from exc
+
+
+def mark_checked(model: Any) -> None:
+    """``model`` passed strict shape/type inference (and onnx's checker) as it is now."""
+    meta = getattr(model, "meta", None)
+    if meta is not None:
+        meta[_CHECKED_KEY] = _structure(model)
+
+
+def _structure(model: Any) -> tuple[Any, ...]:
+    graph = model.graph
+    return (
+        tuple(sorted(model.opset_imports.items())),
+        tuple((v.name, str(v.type), str(v.shape)) for v in (*graph.inputs, *graph.outputs)),
+        tuple((n.domain, n.op_type, n.version, tuple(v.name if v is not None else "" for v in n.inputs),
+               tuple(v.name for v in n.outputs), tuple(n.attributes)) for n in graph),
+        tuple(graph.initializers), tuple(model.functions),
+    )
 
 
 def _infer(proto: Any) -> None:

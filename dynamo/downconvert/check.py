@@ -19,4 +19,5 @@ def check(model: ir.Model) -> bool:
     proto = validate._proto_without_weights(model)  # the route's own serialization for its check
     onnx.checker.check_model(proto)
     validate._infer(proto)
+    validate.mark_checked(model)  # the route's own strict check need not run again on it
     return True
