@@ -35,6 +35,8 @@ EXPECTED = (
     "bench_convert_opset",
     "bench_legacy_cases",
     "bench_architectures",
+    "bench_layers",
+    "bench_dynamo_overhead",
 )
 
 
