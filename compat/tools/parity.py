@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import statistics
 import tempfile
 import time
@@ -24,36 +23,24 @@ from typing import Any
 
 from compat.request import ExportRequest
 from compat.request.layout import InputLayout, default_probes, input_layout, resized_leaves
+from compat.routing.numerics import (
+    DEFAULT_TOLERANCES,
+    NOISE,
+    Check,
+    compare_outputs,
+    diff_stats,
+    eager_outputs,
+)
+from compat.routing.numerics import clean as _clean
+from compat.routing.numerics import session as _session
+from compat.routing.numerics import to_numpy as _numpy
 
 ROUTES = ("legacy", "dynamo")
 ROUTE_TITLES = {"legacy": "legacy (TorchScript)", "dynamo": "dynamo (torch.export)"}
-
-#: (rtol, atol) per eager output dtype; |onnx - eager| <= atol + rtol * |eager|
-DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
-    "float64": (1e-7, 1e-7),
-    "float32": (1e-4, 1e-4),
-    "float16": (1e-2, 1e-2),
-    "bfloat16": (2e-2, 2e-2),
-    "complex64": (1e-4, 1e-4),
-}
+__all__ = ["DEFAULT_TOLERANCES", "Check", "ParityReport", "RouteResult", "compare", "compare_request", "diff_stats"]
 
 
 # --- report -------------------------------------------------------------------------------------
-
-@dataclass
-class Check:
-    """One route's model at one probe: ``match``, ``mismatch`` or ``error`` (onnxruntime failed).
-
-    ``outputs`` has one entry per output compared with eager torch: index, shape, size and the
-    ``max_abs``/``max_rel`` difference (see ``diff_stats``)."""
-
-    probe: str
-    status: str
-    max_abs_diff: float | None = None
-    detail: str = ""
-    max_rel_diff: float | None = None
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-
 
 @dataclass
 class RouteResult:
@@ -254,14 +241,6 @@ def _size(n: int | None) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} kB" if n < 1024**2 else f"{n / 1024**2:.1f} MB"
 
 
-_NOISE = re.compile(r"\x1b\[[0-9;]*m|/onnxruntime_src/\S+ \S+\([^)]*\)\s*")
-
-
-def _clean(text: str) -> str:
-    """``text`` on one line without terminal colours or onnxruntime's source locations; full length."""
-    return " ".join(_NOISE.sub("", text).split())
-
-
 def _short(text: str, limit: int) -> str:
     text = _clean(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -420,7 +399,7 @@ def _error_text(exc: BaseException) -> str:
 def _cause_line(cause: BaseException) -> str:
     """The informative line of an exception: torch.export's errors open with a generic banner
     and give the real cause after "Exception summary"."""
-    lines = [ln.strip() for ln in _NOISE.sub("", str(cause)).splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in NOISE.sub("", str(cause)).splitlines() if ln.strip()]
     for i, ln in enumerate(lines):
         if ln.startswith("## Exception summary") and i + 1 < len(lines):
             return lines[i + 1]
@@ -454,20 +433,9 @@ def _value_info(v: Any) -> dict[str, Any]:
     return {"name": v.name, "dtype": {"float": "float32", "double": "float64"}.get(dtype, dtype), "dims": dims}
 
 
-def _session(path: str) -> Any:
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 4  # failures are reported, not logged
-    opts.intra_op_num_threads = 1
-    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-
-
 def _eager_probes(req: ExportRequest, layout: InputLayout, probes: list[Probe]) -> list[tuple[list[Any], list[Any] | None]]:
     """(leaves, eager outputs as numpy) per probe, in eval mode under no_grad; mode restored."""
     import torch
-
-    from compat.installed import torch_internals
 
     model = req.model
     modes = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
@@ -485,8 +453,7 @@ def _eager_probes(req: ExportRequest, layout: InputLayout, probes: list[Probe]) 
                 probe.eager_error = _clean(f"{type(exc).__name__}: {exc}")
                 out.append((leaves, None))
                 continue
-            flat = [t.detach().cpu() for t in torch_internals.tree_leaves(result) if isinstance(t, torch.Tensor)]
-            out.append((leaves, flat))
+            out.append((leaves, eager_outputs(result)))
     finally:
         for m, mode in modes:
             m.training = mode
@@ -507,94 +474,14 @@ def _feeds(sess: Any, layout: InputLayout, leaves: list[Any]) -> dict[str, Any]:
     return {w: _numpy(leaves[i]) for w, i in zip(wanted, pick)}
 
 
-def _numpy(t: Any) -> Any:
-    import torch
-
-    t = t.detach().cpu()
-    if t.dtype == torch.bfloat16:
-        return t.float().numpy()
-    return t.numpy()
-
-
-def diff_stats(got: Any, ref: Any) -> dict[str, Any]:
-    """``max_abs``: the largest ``|got - ref|``; ``max_rel``: the largest ``|got - ref| / |ref|``
-    over the elements where ``ref`` is non-zero (None when there is none). NaN against NaN is no
-    difference; ``nan_mismatches`` counts elements where only one side is NaN. Arrays of the
-    same shape; booleans count as 0/1."""
-    import numpy as np
-
-    g, r = np.asarray(got), np.asarray(ref)
-    if g.size == 0:
-        return {"max_abs": 0.0, "max_rel": None}
-    if not (np.issubdtype(g.dtype, np.number) or g.dtype == np.bool_):
-        differ = float(np.count_nonzero(g != r) > 0)
-        return {"max_abs": differ, "max_rel": None}
-    g64, r64 = g.astype(np.float64), r.astype(np.float64)
-    g_nan, r_nan = np.isnan(g64), np.isnan(r64)
-    with np.errstate(invalid="ignore"):
-        diff = np.where((g_nan & r_nan) | (g64 == r64), 0.0, np.abs(g64 - r64))  # inf == inf
-    one_nan = g_nan != r_nan
-    diff = np.where(one_nan | np.isnan(diff), 0.0, diff)
-    nonzero = (np.abs(r64) > 0) & ~r_nan
-    stats: dict[str, Any] = {
-        "max_abs": float(diff.max()),
-        "max_rel": float((diff[nonzero] / np.abs(r64[nonzero])).max()) if nonzero.any() else None,
-    }
-    if one_nan.any():
-        stats["nan_mismatches"] = int(np.count_nonzero(one_nan))
-    return stats
-
-
 def _check(sess: Any, layout: InputLayout, leaves: list[Any], expected: list[Any], probe: str,
            tol: Mapping[str, tuple[float, float]]) -> tuple[Check, list[Any] | None]:
     """The route's model against eager at one probe, and its outputs (None: onnxruntime failed)."""
-    import numpy as np
-
     try:
         got = sess.run(None, _feeds(sess, layout, leaves))
     except Exception as exc:  # noqa: BLE001 - the finding this compare exists for
         return Check(probe, "error", detail=_clean(f"{type(exc).__name__}: {exc}")), None
-    check = Check(probe, "match", 0.0)
-    problems: list[str] = []
-    if len(got) != len(expected):
-        problems.append(f"{len(got)} outputs, eager torch gives {len(expected)}")
-    rels: list[float] = []
-    for k, (g, e) in enumerate(zip(got, expected)):
-        e_np = _numpy(e)
-        entry: dict[str, Any] = {"output": k, "shape": list(e_np.shape), "size": int(e_np.size)}
-        check.outputs.append(entry)
-        if tuple(g.shape) != tuple(e_np.shape):
-            entry["onnx_shape"] = list(g.shape)
-            problems.append(f"output {k} has shape {list(g.shape)}, eager torch {list(e_np.shape)}")
-            continue
-        stats = diff_stats(g, e_np)
-        entry.update(stats)
-        check.max_abs_diff = max(check.max_abs_diff or 0.0, stats["max_abs"])
-        if stats["max_rel"] is not None:
-            rels.append(stats["max_rel"])
-        if e_np.size == 0:
-            continue
-        if e_np.dtype == np.bool_ or not np.issubdtype(e_np.dtype, np.number):
-            bad = int(np.count_nonzero(g != e_np))
-            if bad:
-                problems.append(f"output {k}: {bad} of {e_np.size} values differ")
-            continue
-        rtol, atol = tol.get(str(e.dtype).replace("torch.", ""), (0.0, 0.0))
-        g64, e64 = g.astype(np.float64), e_np.astype(np.float64)
-        both_nan = np.isnan(g64) & np.isnan(e64)
-        with np.errstate(invalid="ignore"):
-            within = both_nan | (g64 == e64) | (np.abs(g64 - e64) <= atol + rtol * np.abs(e64))
-        if not within.all():
-            rel = "-" if stats["max_rel"] is None else f"{stats['max_rel']:.3g}"
-            nan = f", {stats['nan_mismatches']} NaN only on one side" if stats.get("nan_mismatches") else ""
-            problems.append(
-                f"output {k} (shape {list(e_np.shape)}): max abs diff {stats['max_abs']:.3g}, max rel diff "
-                f"{rel}{nan}; {int(np.count_nonzero(~within))} of {e_np.size} values beyond "
-                f"rtol={rtol:g}, atol={atol:g}")
-    check.max_rel_diff = max(rels) if rels else None
-    if problems:
-        check.status, check.detail = "mismatch", "; ".join(problems)
-    return check, list(got)
+    return compare_outputs(got, expected, probe, tol), list(got)
 
 
 def _probe_numbers(probe: str, expected: list[Any], results: Mapping[str, RouteResult],
