@@ -100,6 +100,17 @@ class OpsetNotConvertible(CompatValueError):
         self.reached = reached
         self.source = source
         self.ops = ops
+class AcceptanceFailed(RouteFailed):
+    """The torch.export route exported a model that does not match eager torch or the TorchScript
+    exporter's interface (``compat.routing.acceptance``). ``reason`` names the first difference,
+    ``differences`` all of them, ``acceptance`` the check's numbers (the ledger records them)."""
+
+    def __init__(self, route: str, differences: list[str], acceptance: dict[str, object], hint: str = "") -> None:
+        details = acceptance.get("details") or []
+        text = "; ".join([*differences, *(details if isinstance(details, list) else [])])
+        super().__init__(route, differences[0], CompatValueError(text + (f". {hint}" if hint else "")))
+        self.differences = differences
+        self.acceptance = acceptance
 
 
 class ExportFailed(CompatError, RuntimeError):

@@ -93,9 +93,15 @@ class ShapePlan:
 
 
 def export_inputs(req: ExportRequest) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
-    """``(args, kwargs)`` for ``torch.onnx.export(dynamo=True)``: the call as given, except that
-    a dict as the last positional input (without keyword inputs) goes by its parameter's name,
-    since torch.onnx.export reads a trailing dict in ``args`` as keyword inputs."""
+    """``(args, kwargs)`` for ``torch.onnx.export(dynamo=True)``: a legacy-form call in forward()
+    signature order (``legacy_interface``), as the TorchScript exporter flattened it; else the
+    call as given, except that a dict as the last positional input (without keyword inputs) goes
+    by its parameter's name, since torch.onnx.export reads a trailing dict in ``args`` as keyword
+    inputs."""
+    from .legacy_interface import in_signature_order
+
+    if in_signature_order(req):
+        return call_of(list(req.params or ()))
     args, kwargs = tuple(req.args), req.kwargs
     if kwargs or not args or not isinstance(args[-1], dict):
         return args, kwargs
@@ -116,8 +122,10 @@ def translate(req: ExportRequest) -> ShapePlan:
     leaves, leaf_owner = _tensor_leaves(params)
     input_names = list(req.input_names or ())
     output_names = list(req.output_names or ())
+    legacy_names = _legacy_tensor_names(req)
     leaf_names = [
-        input_names[i] if i < len(input_names) else _default_name(params[leaf_owner[i]])
+        (legacy_names[i] if legacy_names is not None else input_names[i] if i < len(input_names) else None)
+        or _default_name(params[leaf_owner[i]])
         for i in range(len(leaves))
     ]
     plan = ShapePlan(*call_of(params), dynamic_shapes=None, leaf_names=leaf_names)
@@ -156,11 +164,41 @@ def translate(req: ExportRequest) -> ShapePlan:
                 "as the TorchScript exporter did"
             ))
     if not plan.input_axes:
+        plan.dynamic_shapes = dynamic_ints(req)
         return plan
     leaves = _enlarge_small_examples(plan, leaves)
-    params, plan.dynamic_shapes = _rebuild(params, plan, leaves)
+    params, plan.dynamic_shapes = _rebuild(params, plan, leaves, dynamic_ints=_has_dynamic_ints(req))
     plan.args, plan.kwargs = call_of(params)
     return plan
+
+
+def _has_dynamic_ints(req: ExportRequest) -> bool:
+    from .legacy_interface import int_leaves
+
+    return bool(int_leaves(req))
+
+
+def dynamic_ints(req: ExportRequest) -> dict[str, Any] | None:
+    """``dynamic_shapes`` that make the Python int leaves of a legacy-form call dynamic ints
+    (everything else static), or None when it has none."""
+    if not _has_dynamic_ints(req):
+        return None
+    params = list(req.params or ())
+    _, shapes = _rebuild(params, ShapePlan((), {}, None), [leaf for leaf in _tensor_leaves(params)[0]],
+                         dynamic_ints=True)
+    return shapes
+
+
+def _legacy_tensor_names(req: ExportRequest) -> list[str | None] | None:
+    """``input_names`` of each tensor leaf counted as the TorchScript exporter counted them (its
+    Python scalar inputs take names too), for a legacy-form call; None: torch's counting."""
+    from compat.request.graph_inputs import legacy_inputs
+
+    from .legacy_interface import in_signature_order
+
+    if not in_signature_order(req) or not req.input_names:
+        return None
+    return [li.name for li in legacy_inputs(req) if li.kind == "tensor"]
 
 
 def _warn_at_call_site(warning: Warning) -> None:
@@ -239,9 +277,11 @@ def _enlarge_small_examples(plan: ShapePlan, leaves: list[torch.Tensor]) -> list
     return leaves
 
 
-def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor]) -> tuple[list[Param], dict[str, Any]]:
+def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor],
+             dynamic_ints: bool = False) -> tuple[list[Param], dict[str, Any]]:
     """Params with the (possibly tiled) leaves put back, and dynamic_shapes keyed like
-    ``torch.export`` binds them (parameter name -> structure of the value)."""
+    ``torch.export`` binds them (parameter name -> structure of the value); with
+    ``dynamic_ints``, Python int leaves are dynamic ints (``Dim.AUTO``)."""
     dims: dict[int, dict[int, Any]] = {}
     for ax in plan.input_axes:
         # AUTO, not DYNAMIC: an axis the model fixes is then exported static (and reported by
@@ -260,7 +300,8 @@ def _rebuild(params: list[Param], plan: ShapePlan, leaves: list[torch.Tensor]) -
                 shape_flat.append(dims.get(i))
             else:
                 new_flat.append(leaf)
-                shape_flat.append(None)
+                is_int = dynamic_ints and isinstance(leaf, int) and not isinstance(leaf, bool)
+                shape_flat.append(torch.export.Dim.AUTO if is_int else None)
         new_params.append(Param(p.name, p.kind, torch_internals.tree_unflatten(new_flat, spec)))
         shapes[p.name] = torch_internals.tree_unflatten(shape_flat, spec)
     return new_params, shapes

@@ -17,7 +17,7 @@ from compat import catalog_facts as facts
 from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
-from . import capabilities, dynamic_shapes, training
+from . import capabilities, dynamic_shapes, legacy_interface, training
 
 ROUTE = "dynamo"
 #: options without an ONX1xx catalog entry (export_params, keep_initializers_as_inputs, verbose,
@@ -40,6 +40,8 @@ class Plan:
     model_mode: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
     post_process: list[Callable[[Any], None]] = field(default_factory=list)
     translation_table: dict[Any, Any] = field(default_factory=dict)
+    #: the legacy interface of a legacy-form call; after export, which call leaf each input takes
+    interface: legacy_interface.Interface | None = None
 
     def record(self, code: str, option: str, action: str) -> None:
         self.translations.append(Translation(code, option, action))
@@ -51,13 +53,16 @@ def plan(req: ExportRequest) -> Plan:
     refuse_for_exported_program(req)
     given = req.given
     args, kwargs = dynamic_shapes.export_inputs(req)
+    legacy = legacy_interface.in_signature_order(req)
     out = Plan(
         args=args,
         kwargs=kwargs,
         export_kwargs={
             # legacy verbose=None/False printed nothing; the new exporter's None means chatty
             "verbose": bool(req.verbose),
-            "input_names": list(req.input_names) if req.input_names else None,
+            # a legacy-form call's inputs are named after export, counted as the TorchScript
+            # exporter counted them (legacy_interface)
+            "input_names": list(req.input_names) if req.input_names and not legacy else None,
             "output_names": list(req.output_names) if req.output_names else None,
             "opset_version": req.opset_version,
             "dynamic_shapes": req.dynamic_shapes,
@@ -69,6 +74,9 @@ def plan(req: ExportRequest) -> Plan:
             "artifacts_dir": req.artifacts_dir,
         },
     )
+    out.interface = legacy_interface.plan(req, out.record)
+    out.post_process.append(out.interface.post_process)  # first: the others find inputs by name
+    _dynamic_ints(req, out)
     _dynamic_axes(req, out)
     _training(req, out)
     _constant_folding(req, out)
@@ -145,6 +153,19 @@ def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
     out.record("ONX101", "dynamic_axes", action)
     sp.on_note = functools.partial(out.record, "ONX101", "dynamic_axes")
     out.post_process.append(sp.rename)
+
+
+def _dynamic_ints(req: ExportRequest, out: Plan) -> None:
+    """Python int inputs of a legacy-form call as dynamic ints (int64 scalar graph inputs)."""
+    ints = legacy_interface.int_leaves(req)
+    if not ints:
+        return
+    if req.dynamic_axes is None:
+        out.export_kwargs["dynamic_shapes"] = dynamic_shapes.dynamic_ints(req)
+    names = [req.layout.names[i] or f"leaf {i}" for i in ints]
+    out.record(legacy_interface.CODE, legacy_interface.OPTION,
+               f"Python int inputs {names} exported as dynamic ints (int64 scalar graph inputs), as the "
+               "TorchScript exporter kept them; one the model branches on is baked as it was traced")
 
 
 def _training(req: ExportRequest, out: Plan) -> None:

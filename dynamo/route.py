@@ -77,6 +77,7 @@ def export(req: ExportRequest) -> Outcome:
             planned = len(plan.translations)
             not_reached = _post_process(program, (*plan.post_process, *sym.post_process))
             outcome.translations.extend(plan.translations[planned:])  # recorded by post-processing
+            outcome.input_leaves = plan.interface.input_leaves if plan.interface else None
             validate.check(program)  # strict shape/type inference: an invalid model is a RouteFailed
             # symbolics record some translations only while the export runs
             outcome.translations.extend(sym.translations)

@@ -1,10 +1,12 @@
-"""Route and strictness: call argument > environment > nearest pyproject.toml > default.
+"""Route, strictness and the acceptance check: call argument > environment > nearest
+pyproject.toml > default.
 
 pyproject form::
 
     [tool.torch-onnx-compat]
     route = "auto"            # auto | dynamo | legacy
     strict = false
+    acceptance_check = true   # check a torch.export-route model against eager torch first
     [tool.torch-onnx-compat.routes]   # per-module rules, fnmatch on module names
     "mypkg.tts.*" = "legacy"
 
@@ -31,6 +33,9 @@ ENV_STRICT = "TORCH_ONNX_COMPAT_STRICT"
 ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"
 ENV_CACHE_DIR = "TORCH_ONNX_COMPAT_CACHE_DIR"
 ENV_COMPARE = "TORCH_ONNX_COMPAT_COMPARE"
+#: ``0``: accept a torch.export-route model without checking it against eager torch and the
+#: TorchScript exporter's interface (``compat.routing.acceptance``)
+ENV_ACCEPTANCE_CHECK = "TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK"
 #: ``1``: legacy-usage warnings and strict-mode errors give the long text (``compat run --explain``)
 ENV_EXPLAIN = "TORCH_ONNX_COMPAT_EXPLAIN"
 #: ``1``: what torch warns and logs during a route attempt reaches the terminal (``compat run -v``)
@@ -45,6 +50,7 @@ class ProjectConfig:
     route: str | None = None
     strict: bool | None = None
     routes: dict[str, str] = field(default_factory=dict)
+    acceptance_check: bool | None = None
     path: str | None = None
 
 
@@ -59,7 +65,15 @@ def env_route() -> str | None:
 
 
 def env_strict() -> bool | None:
-    value = os.environ.get(ENV_STRICT)
+    return _env_bool(ENV_STRICT)
+
+
+def env_acceptance_check() -> bool | None:
+    return _env_bool(ENV_ACCEPTANCE_CHECK)
+
+
+def _env_bool(name: str) -> bool | None:
+    value = os.environ.get(name)
     if value is None:
         return None
     low = value.strip().lower()
@@ -67,7 +81,7 @@ def env_strict() -> bool | None:
         return True
     if low in _FALSE:
         return False
-    raise CompatValueError(f"{ENV_STRICT} must be 1 or 0, got {value!r}")
+    raise CompatValueError(f"{name} must be 1 or 0, got {value!r}")
 
 
 def env_compare() -> bool:
@@ -111,7 +125,7 @@ def load_project(start: str) -> ProjectConfig:
 
 
 #: keys of ``[tool.torch-onnx-compat]``; ``migrate`` is the rewriter's table (migration/cli.py)
-PROJECT_KEYS = ("route", "strict", "routes", "migrate")
+PROJECT_KEYS = ("route", "strict", "routes", "migrate", "acceptance_check")
 
 
 def _toml() -> Any:
@@ -165,6 +179,10 @@ def _load_cached(path: str, _mtime: int) -> ProjectConfig:
     strict = section.get("strict")
     if strict is not None and not isinstance(strict, bool):
         raise CompatValueError(f"{path}: [tool.torch-onnx-compat] strict must be true or false, got {strict!r}")
+    acceptance = section.get("acceptance_check")
+    if acceptance is not None and not isinstance(acceptance, bool):
+        raise CompatValueError(
+            f"{path}: [tool.torch-onnx-compat] acceptance_check must be true or false, got {acceptance!r}")
     routes = section.get("routes", {})
     if not isinstance(routes, dict):
         raise CompatValueError(f"{path}: [tool.torch-onnx-compat.routes] must be a table of "
@@ -172,7 +190,8 @@ def _load_cached(path: str, _mtime: int) -> ProjectConfig:
     for pattern, r in routes.items():
         if r not in ROUTES:
             raise CompatValueError(f"{path}: [tool.torch-onnx-compat.routes] {pattern!r} = {r!r} is not a route")
-    return ProjectConfig(route=route, strict=strict, routes=dict(routes), path=path)
+    return ProjectConfig(route=route, strict=strict, routes=dict(routes), path=path,
+                         acceptance_check=acceptance)
 
 
 def _start_folder(call_site: str) -> str:
@@ -212,3 +231,14 @@ def resolve_strict(call_strict: bool | None, call_site: str) -> bool:
         return env
     project = load_project(_start_folder(call_site))
     return bool(project.strict)
+
+
+def resolve_acceptance_check(call_check: bool | None, call_site: str) -> bool:
+    """Whether a torch.export-route model is checked before it is accepted (default: yes)."""
+    if call_check is not None:
+        return call_check
+    env = env_acceptance_check()
+    if env is not None:
+        return env
+    project = load_project(_start_folder(call_site)).acceptance_check
+    return True if project is None else project

@@ -95,6 +95,9 @@ class ExportRequest:
     # compat's own
     route: str | None = None
     strict: bool | None = None
+    #: check the torch.export route's model against eager torch and the legacy interface before
+    #: accepting it (None: environment, pyproject, else yes); ``verify`` is torch's own option
+    acceptance_check: bool | None = None
     call_site: str = "<unknown>:0"
     given: frozenset[str] = frozenset()
     usages: tuple[Usage, ...] = ()
@@ -155,6 +158,11 @@ class Outcome:
     #: TracerWarnings of a TorchScript-route export (``{file, line, message}``): a branch or value
     #: baked into the graph at that line
     tracer_warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: torch.export route: for each graph input of ``program``, the index of the call's leaf
+    #: (``InputLayout.leaves``) it takes; None when unknown
+    input_leaves: list[int] | None = None
+    #: the acceptance check of a torch.export-route model (``compat.routing.acceptance``)
+    acceptance: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         # the default repr would print the whole ONNXProgram or model bytes

@@ -19,8 +19,9 @@ from compat.request.binding import Param, call_of
 
 @dataclass
 class InputLayout:
-    """The call's leaves in graph-input order, their names, dynamic axes ``{leaf: {axis: name}}``
-    and how to rebuild ``(args, kwargs)`` from replaced leaves."""
+    """The call's leaves in graph-input order, their names (``input_names`` count the Python
+    scalars the TorchScript exporter made inputs, see ``graph_inputs``), dynamic axes
+    ``{leaf: {axis: name}}`` and how to rebuild ``(args, kwargs)`` from replaced leaves."""
 
     leaves: list[Any]
     names: list[str | None]
@@ -39,6 +40,18 @@ class InputLayout:
         return out
 
 
+def scalar_kind(value: Any) -> str | None:
+    """int, float or bool for a Python scalar leaf (a graph input of the TorchScript exporter),
+    else None."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return None
+
+
 def _is_tensor(x: Any) -> bool:
     import torch
 
@@ -55,14 +68,15 @@ def input_layout(req: ExportRequest) -> InputLayout:
     leaves: list[Any] = [x for values, _ in flat for x in values]
     owners = [i for i, (values, _) in enumerate(flat) for _ in values]
 
-    tensor_ix = [i for i, x in enumerate(leaves) if _is_tensor(x)]
+    # graph inputs as the TorchScript exporter counted them: tensors and Python scalars
+    input_ix = [i for i, x in enumerate(leaves) if _is_tensor(x) or scalar_kind(x) is not None]
     names: list[str | None] = [None] * len(leaves)
     given = list(req.input_names or ())
-    for n, i in enumerate(tensor_ix):
+    for n, i in enumerate(input_ix):
         p = params[owners[i]]
         if n < len(given):
             names[i] = given[n]
-        elif p.kind in ("pos", "kw") and _is_tensor(p.value):
+        elif p.kind in ("pos", "kw") and p.value is leaves[i]:
             names[i] = p.name
 
     axes: dict[int, dict[int, str]] = {}

@@ -25,7 +25,7 @@ from compat.request.binding import Param, split_legacy_args, try_bind
 from compat.request.torchscript_only import legacy_only_reasons
 
 #: compat.export's own keywords; torch's (current and removed) are the catalog's
-COMPAT_KEYWORDS = ("route", "strict")
+COMPAT_KEYWORDS = ("route", "strict", "acceptance_check")
 ALL_KEYWORDS = frozenset(facts.CURRENT_KEYWORDS + facts.REMOVED_KEYWORDS + COMPAT_KEYWORDS)
 
 _BOOL_OPTIONS = (
@@ -33,7 +33,9 @@ _BOOL_OPTIONS = (
     "profile", "dump_exported_program", "enable_onnx_checker", "strip_doc_string",
     "_retain_param_name", "aten", "export_raw_ir", "use_external_data_format", "fallback",
 )
-_OPTIONAL_BOOL_OPTIONS = ("verbose", "keep_initializers_as_inputs", "dynamo", "external_data", "strict")
+_OPTIONAL_BOOL_OPTIONS = (
+    "verbose", "keep_initializers_as_inputs", "dynamo", "external_data", "strict", "acceptance_check",
+)
 
 
 def pick_layout(positional: Sequence[Any]) -> tuple[str, tuple[str, ...]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from compat import catalog
 from compat.errors import (
+    AcceptanceFailed,
     CompatValueError,
     ExportFailed,
     OpsetNotReached,
@@ -26,7 +27,7 @@ from compat.policy import config, notices, route_noise
 from compat.records import attempt_logs, saving
 from compat.records import ledger as ledger_file
 from compat.request import ExportRequest, Outcome, Translation, shapes_to_axes
-from compat.routing import model_state, removed_options, route_memory
+from compat.routing import acceptance, model_state, removed_options, route_memory
 from compat.routing.route_packages import route_module
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # torch colours its export errors
@@ -235,6 +236,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 if converted is not None:
                     outcome.translations.append(converted)
                 removed_options.apply(req, outcome)
+                if name == "dynamo":
+                    acceptance.check(req, outcome)  # a model that differs is a RouteFailed
             except RouteUnavailable as exc:
                 if route_plan.requested != "auto":
                     raise
@@ -249,6 +252,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
             outcome.translations[:0] = route_plan.translations
             if failures:
                 outcome.fallback_reason = attempt_logs.reasons(failures)
+                if isinstance(failures.get("dynamo"), AcceptanceFailed):
+                    outcome.acceptance = failures["dynamo"].acceptance
                 if name == "legacy" and "dynamo" in failures:
                     route_memory.remember(req, failures["dynamo"].reason)
             elif route_plan.reason:
@@ -284,4 +289,13 @@ def _record(
         "opset_written": below.reached if isinstance(below, OpsetNotReached) else None,
         "attempt_logs": dict(logs or {}),
         "tracer_warnings": list(outcome.tracer_warnings) if outcome else [],
+        "acceptance": _acceptance(outcome, failures),
     }
+
+
+def _acceptance(outcome: Outcome | None, failures: dict[str, RouteFailed]) -> dict[str, Any] | None:
+    """The acceptance check's numbers: the delivered model's, else a failed check's."""
+    if outcome is not None and outcome.acceptance is not None:
+        return outcome.acceptance
+    failed = failures.get("dynamo")
+    return failed.acceptance if isinstance(failed, AcceptanceFailed) else None
