@@ -90,7 +90,11 @@ def int_leaves(req: ExportRequest) -> list[int]:
     graph inputs: made dynamic ints for a legacy-form call."""
     if not in_signature_order(req):
         return []
-    return [i for i, leaf in enumerate(req.layout.leaves) if scalar_kind(leaf) == "int"]
+    from . import torch_internals
+
+    # read from the bound call, not req.layout: dynamic_axes is not validated yet
+    leaves = [leaf for p in req.params or () for leaf in torch_internals.tree_leaves(p.value)]
+    return [i for i, leaf in enumerate(leaves) if scalar_kind(leaf) == "int"]
 
 
 def _exported(req: ExportRequest) -> bool:

@@ -162,7 +162,8 @@ def _dynamic_ints(req: ExportRequest, out: Plan) -> None:
         return
     if req.dynamic_axes is None:
         out.export_kwargs["dynamic_shapes"] = dynamic_shapes.dynamic_ints(req)
-    names = [req.layout.names[i] or f"leaf {i}" for i in ints]
+    params = [(p.name, p.value) for p in req.params or ()]
+    names = [name for name, value in params if legacy_interface.scalar_kind(value) == "int"] or ints
     out.record(legacy_interface.CODE, legacy_interface.OPTION,
                f"Python int inputs {names} exported as dynamic ints (int64 scalar graph inputs), as the "
                "TorchScript exporter kept them; one the model branches on is baked as it was traced")

@@ -50,10 +50,19 @@ def legacy_inputs(req: ExportRequest) -> list[LegacyInput]:
     """The TorchScript exporter's graph inputs for ``req``, in order, before it drops unused ones."""
     import torch
 
-    layout = req.layout
+    from compat.installed import torch_internals
+
+    # the bound call flattened as InputLayout flattens it (not req.layout: this runs before
+    # dynamic_axes is validated)
+    leaves: list[Any] = []
+    labels: list[str | None] = []
+    for p in req.params or ():
+        for leaf in torch_internals.tree_leaves(p.value):
+            leaves.append(leaf)
+            labels.append(p.name if p.kind in ("pos", "kw") and p.value is leaf else None)
     given = list(req.input_names or ())
     out: list[LegacyInput] = []
-    for i, leaf in enumerate(layout.leaves):
+    for i, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
             kind, dtype, rank = "tensor", str(leaf.dtype).replace("torch.", ""), leaf.dim()
         elif (kind := scalar_kind(leaf)) is not None:
@@ -62,7 +71,7 @@ def legacy_inputs(req: ExportRequest) -> list[LegacyInput]:
             continue
         n = len(out)
         name = given[n] if n < len(given) else None
-        out.append(LegacyInput(i, name, kind, dtype, rank, name or layout.names[i] or f"input {n}"))
+        out.append(LegacyInput(i, name, kind, dtype, rank, name or labels[i] or f"input {n}"))
     return out
 
 
