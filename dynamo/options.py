@@ -17,7 +17,7 @@ from compat import catalog_facts as facts
 from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
-from . import capabilities, dynamic_shapes, legacy_interface, training
+from . import capabilities, cross_default_dim, dynamic_shapes, legacy_interface, training
 
 ROUTE = "dynamo"
 #: options without an ONX1xx catalog entry (export_params, keep_initializers_as_inputs, verbose,
@@ -82,6 +82,7 @@ def plan(req: ExportRequest) -> Plan:
     _constant_folding(req, out)
     _custom_opsets(req, out)
     _initializers(req, out)
+    _torch_defaults(out)
     _opset(req, out)
     _verbose(req, out)
     for option in ("operator_export_type", "export_modules_as_functions", "autograd_inlining"):
@@ -167,6 +168,12 @@ def _dynamic_ints(req: ExportRequest, out: Plan) -> None:
     out.record(legacy_interface.CODE, legacy_interface.OPTION,
                f"Python int inputs {names} exported as dynamic ints (int64 scalar graph inputs), as the "
                "TorchScript exporter kept them; one the model branches on is baked as it was traced")
+
+
+def _torch_defaults(out: Plan) -> None:
+    """Translations that give an op torch's own default where torch's ONNX one differs."""
+    out.translation_table.update(cross_default_dim.translation_table())
+    out.post_process.append(functools.partial(cross_default_dim.record_uses, record=out.record))
 
 
 def _training(req: ExportRequest, out: Plan) -> None:
