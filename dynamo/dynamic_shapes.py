@@ -11,7 +11,8 @@ Legacy semantics kept here:
 
 Every axis becomes a ``Dim.AUTO`` hint (torch infers the equalities the model needs) and the
 exported graph's symbols are renamed afterwards. Example sizes of 1 on a dynamic axis are tiled to
-2 before capture, because torch.export specialises 0/1 sizes and would silently bake them in.
+2 before capture, because torch.export specialises 0/1 sizes and would silently bake them in; a
+size-0 example is captured as it is, as plain torch captures it.
 
 An axis the model itself fixes (channels a convolution's weights fix, image sizes a position table
 fixes) was only labelled symbolic by the TorchScript exporter; torch's own ``Dim.DYNAMIC`` (AUTO plus
@@ -254,20 +255,9 @@ def _default_name(param: Param) -> str | None:
 
 def _enlarge_small_examples(plan: ShapePlan, leaves: list[torch.Tensor]) -> list[torch.Tensor]:
     """Tile size-1 examples on dynamic axes to ``CAPTURE_SIZE`` (all axes sharing the name
-    together); size 0 cannot be tiled, so fail with how to fix the example."""
+    together). A size-0 example cannot be tiled and is captured as it is, as plain torch does (its
+    capture treats 0 like any size); an axis that still comes out static fails in ``rename_graph``."""
     leaves = list(leaves)
-    for ax in plan.input_axes:
-        size = leaves[ax.leaf].shape[ax.axis]
-        if size == 0:
-            raise RouteFailed(
-                "dynamo",
-                "size-0 example on a dynamic axis",
-                CompatValueError(
-                    f"dynamic_axes[{ax.key!r}]: the example input has size 0 on axis {ax.axis} "
-                    f"({ax.name!r}); torch.export would bake that size in. Pass an example with at "
-                    "least 2 elements on that axis (e.g. a dummy past length of 2), or dynamo=False"
-                ),
-            )
     small = {ax.name for ax in plan.input_axes if leaves[ax.leaf].shape[ax.axis] == 1}
     for ax in plan.input_axes:
         if ax.name in small and leaves[ax.leaf].shape[ax.axis] == 1:

@@ -92,7 +92,7 @@ ROWS: list[tuple[str, dict[str, Any], type, str]] = [
         "export_params", "verbose", "do_constant_folding", "keep_initializers_as_inputs",
         "dynamo", "strict", "autograd_inlining", "report", "optimize", "verify", "profile",
         "dump_exported_program", "enable_onnx_checker", "strip_doc_string", "fallback",
-        "use_external_data_format", "_retain_param_name", "export_raw_ir",
+        "use_external_data_format", "_retain_param_name", "export_raw_ir", "acceptance_check",
     )],
 ]
 

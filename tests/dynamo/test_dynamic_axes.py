@@ -250,13 +250,6 @@ def test_bad_dynamic_axes_fail_before_export(axes, err, text):
     assert text in str(info.value)
 
 
-def test_size_zero_example_fails_with_how_to_fix():
-    req = _req(args=(torch.randn(0, 6), (torch.randn(0, 6), torch.randn(0, 6))), dynamic_axes={"x": {0: "b"}})
-    with pytest.raises(RouteFailed) as info:
-        dynamo.export(req)
-    assert "size 0" in str(info.value) and "at least 2" in str(info.value)
-
-
 class Reshapes(nn.Module):
     def forward(self, x):
         return x.reshape(3, -1) * 2

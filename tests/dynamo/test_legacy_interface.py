@@ -1,0 +1,222 @@
+"""Calls from the families where the torch.export route used to give another interface or another
+model than the TorchScript exporter (issue 17): unused inputs, shape-only inputs, in-place
+factories, Python scalar inputs, ``torch.cross`` without ``dim``, RNNs at other sequence lengths,
+a size-0 example on a dynamic axis.
+
+Each runs under ``auto`` and ``route="dynamo"`` and is compared with a real
+``torch.onnx.export(dynamo=False)`` of the same call: the graph inputs (order, dtypes, ranks, and
+names where ``input_names`` chose them), the outputs, and onnxruntime's numbers against the
+TorchScript model's and eager torch's, at the example and at another size of each dynamic axis.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from torch import nn
+
+import compat
+
+
+class Unused(nn.Module):
+    def forward(self, x, position_bias):
+        return x * 2
+
+
+class ShapeOnly(nn.Module):
+    def forward(self, x, like):
+        return x.new_zeros(like.shape) + x.sum()
+
+
+class Zeroed(nn.Module):
+    def forward(self, x):
+        return x.zero_() + 1
+
+
+class Filled(nn.Module):
+    def forward(self, x):
+        return x.fill_(3.0)
+
+
+class IntInput(nn.Module):
+    def forward(self, n: int, y):
+        return n + y
+
+
+class IntShape(nn.Module):
+    def forward(self, x, rows: int):
+        return x.reshape(rows, -1)
+
+
+class Cross(nn.Module):
+    def forward(self, x, y):
+        return torch.cross(x, y)
+
+
+@dataclass
+class Case:
+    name: str
+    model: nn.Module
+    args: tuple[Any, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+    #: other calls the models are run at (same interface): e.g. another int, another length
+    others: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def _cases() -> list[Case]:
+    torch.manual_seed(0)
+    x = torch.randn(2, 3)
+    return [
+        Case("unused position_bias", Unused(), (x, torch.randn(4, 4))),
+        Case("unused input, named", Unused(), (x, torch.randn(4, 4)),
+             {"input_names": ["x", "position_bias"], "output_names": ["y"]}),
+        Case("shape-only input", ShapeOnly(), (x, torch.randn(2, 3))),
+        Case("zero_ factory", Zeroed(), (torch.randn(2, 3),)),
+        Case("fill_ factory", Filled(), (torch.randn(2, 3),)),
+        Case("python int input", IntInput(), (3, torch.randint(10, (2, 3, 4))), {"input_names": ["n", "y"]},
+             others=[(7, torch.randint(10, (2, 3, 4)))]),
+        Case("python int as a size", IntShape(), (torch.randn(4, 6), 2), others=[(torch.randn(4, 6), 3)]),
+        Case("cross without dim", Cross(), (torch.randn(5, 3, 6), torch.randn(5, 3, 6))),
+    ]
+
+
+CASES = _cases()
+
+
+def _feed(value: Any) -> np.ndarray:
+    if isinstance(value, bool):
+        return np.array(value)
+    if isinstance(value, int):
+        return np.array(value, dtype=np.int64)
+    if isinstance(value, float):
+        return np.array(value, dtype=np.float64)
+    return value.detach().numpy().copy()
+
+
+def _flat(args: tuple[Any, ...]) -> list[Any]:
+    return [a for a in args if a is not None]
+
+
+def _legacy(case: Case) -> bytes:
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(case.model, _clone(case.args), buf, dynamo=False, **case.options)
+    return buf.getvalue()
+
+
+def _compat(case: Case, route: str) -> tuple[bytes, Any]:
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(case.model, _clone(case.args), buf, route=route, **case.options)
+    return buf.getvalue(), compat.last_outcome()
+
+
+def _clone(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def interface(model: bytes) -> dict[str, list[tuple[Any, ...]]]:
+    graph = onnx.load_from_string(model).graph
+    inits = {i.name for i in graph.initializer}
+
+    def describe(v: Any) -> tuple[Any, ...]:
+        t = v.type.tensor_type
+        return v.name, t.elem_type, len(t.shape.dim)
+
+    return {"inputs": [describe(v) for v in graph.input if v.name not in inits],
+            "outputs": [describe(v) for v in graph.output]}
+
+
+def _run(model: bytes, call: tuple[Any, ...], used: list[int]) -> list[np.ndarray]:
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    values = _flat(call)
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, {n: _feed(values[k]) for n, k in zip(names, used)})
+
+
+def _used_leaves(legacy: dict[str, list[tuple[Any, ...]]], case: Case) -> list[int]:
+    """Which of the call's values each legacy input takes: the legacy exporter numbers its
+    generated names after the flattened inputs (``onnx::Add_1``) unless names were given."""
+    names = case.options.get("input_names")
+    out = []
+    for name, _, _ in legacy["inputs"]:
+        if names and name in names:
+            out.append(names.index(name))
+        else:
+            out.append(int(name.rsplit("_", 1)[1]))
+    return out
+
+
+@pytest.mark.parametrize("route", ["auto", "dynamo"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_interface_and_numbers_match_the_torchscript_exporter(case, route):
+    legacy_model = _legacy(case)
+    model, outcome = _compat(case, route)
+    assert outcome.route == "dynamo", outcome.fallback_reason
+    assert outcome.acceptance["status"] == "passed"
+    want, got = interface(legacy_model), interface(model)
+    named = "input_names" in case.options
+    assert [(t, r) for _, t, r in got["inputs"]] == [(t, r) for _, t, r in want["inputs"]]
+    if named:
+        assert [n for n, _, _ in got["inputs"]] == [n for n, _, _ in want["inputs"]]
+    assert [(t, r) for _, t, r in got["outputs"]] == [(t, r) for _, t, r in want["outputs"]]
+    if "output_names" in case.options:
+        assert [n for n, _, _ in got["outputs"]] == case.options["output_names"]
+    used = _used_leaves(want, case)
+    for call in [case.args, *case.others]:
+        eager = case.model(*_clone(call))
+        expected = _run(legacy_model, call, used)
+        actual = _run(model, call, used)
+        for a, e in zip(actual, expected):
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(actual[0], eager.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_unused_inputs_dropped_are_recorded():
+    case = CASES[1]
+    _, outcome = _compat(case, "dynamo")
+    actions = [t.action for t in outcome.translations if t.option == "args"]
+    assert any("['position_bias']" in a and "dropped" in a for a in actions), actions
+
+
+def test_python_int_input_is_recorded_as_a_dynamic_int():
+    _, outcome = _compat(CASES[5], "auto")
+    assert any("['n']" in t.action and "dynamic ints" in t.action for t in outcome.translations)
+
+
+def test_an_explicit_dynamo_true_call_keeps_torchs_interface():
+    """dynamo=True chose the new exporter: its unused inputs stay, as plain torch keeps them."""
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(Unused(), (torch.randn(2, 3), torch.randn(4, 4)), buf, dynamo=True)
+    assert [n for n, _, _ in interface(buf.getvalue())["inputs"]] == ["x", "position_bias"]
+
+
+class Numel(nn.Module):
+    def forward(self, x):
+        return x * x.numel()
+
+
+@pytest.mark.parametrize("route", ["auto", "dynamo"])
+def test_size_zero_example_on_a_dynamic_axis_exports_as_plain_torch(route):
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(Numel(), (torch.randn(0, 3),), buf, route=route, input_names=["x"],
+                      dynamic_axes={"x": {0: "n"}})
+    assert compat.last_outcome().route == "dynamo"
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    for n in (0, 1, 4):
+        x = torch.randn(n, 3)
+        np.testing.assert_allclose(sess.run(None, {"x": x.numpy()})[0], (x * x.numel()).numpy())
