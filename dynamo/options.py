@@ -42,6 +42,8 @@ class Plan:
     translation_table: dict[Any, Any] = field(default_factory=dict)
     #: the legacy interface of a legacy-form call; after export, which call leaf each input takes
     interface: legacy_interface.Interface | None = None
+    #: entered around the export call (capture and torch's decomposition step)
+    contexts: list[Callable[[], contextlib.AbstractContextManager[Any]]] = field(default_factory=list)
 
     def record(self, code: str, option: str, action: str) -> None:
         self.translations.append(Translation(code, option, action))
@@ -83,6 +85,7 @@ def plan(req: ExportRequest) -> Plan:
     _custom_opsets(req, out)
     _initializers(req, out)
     _torch_defaults(out)
+    _rnn_loops(out)
     _opset(req, out)
     _verbose(req, out)
     for option in ("operator_export_type", "export_modules_as_functions", "autograd_inlining"):
@@ -174,6 +177,16 @@ def _torch_defaults(out: Plan) -> None:
     """Translations that give an op torch's own default where torch's ONNX one differs."""
     out.translation_table.update(cross_default_dim.translation_table())
     out.post_process.append(functools.partial(cross_default_dim.record_uses, record=out.record))
+
+
+def _rnn_loops(out: Plan) -> None:
+    """With a dynamic axis, RNNs loop over the sequence in the graph (``rnn_decompositions``),
+    on a torch whose ONNX exporter does not do so in its decomposition step itself."""
+    from . import rnn_decompositions, torch_internals
+
+    if out.export_kwargs.get("dynamic_shapes") and not torch_internals.torch_patches_rnn_decompositions():
+        out.contexts.append(rnn_decompositions.while_loop_decompositions)
+        out.translation_table.update(rnn_decompositions.translation_table())
 
 
 def _training(req: ExportRequest, out: Plan) -> None:

@@ -57,6 +57,8 @@ def export(req: ExportRequest) -> Outcome:
         with contextlib.ExitStack() as stack:
             stack.enter_context(capture)
             stack.enter_context(plan.model_mode())
+            for context in plan.contexts:
+                stack.enter_context(context())
             stack.enter_context(hf_caches.cache_pytrees(req.model, plan))  # transformers-5 Cache objects
             sym = stack.enter_context(symbolics.export_context(req))
             # the user's own table wins over translations we derive

@@ -44,7 +44,27 @@ ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch.utils._pytree", "tree_unflatten"),
     ("torch.utils._pytree", "SUPPORTED_NODES"),
     ("torch.utils._pytree", "_deregister_pytree_node"),
+    # the RNN while_loop decompositions (rnn_decompositions), on a torch without its own patch
+    ("torch._decomp", "global_decomposition_table"),
+    ("torch._decomp.decompositions", "_rnn_helper"),
+    ("torch._decomp.decompositions", "gather_params"),
+    ("torch._higher_order_ops.while_loop", "while_loop"),
+    ("torch._C", "DispatchKey.CompositeImplicitAutograd"),
+    ("torch", "ops.aten.rnn_tanh.input.py_kernels"),
+    ("torch", "ops.aten.rnn_tanh.input._dispatch_cache"),
 )
+
+#: where a torch that applies the RNN while_loop decompositions in its ONNX decomposition step
+#: (2.15: ``patch_dynamic_shape_rnn_decompositions``) defines that patch
+RNN_PATCH_MODULES = (
+    "torch.onnx._internal.exporter._capture_strategies",
+    "torch.onnx._internal.exporter._core",
+    "torch.onnx._internal.exporter._decomp",
+    "torch.onnx._internal.exporter._fx_passes",
+)
+RNN_PATCH_NAME = "patch_dynamic_shape_rnn_decompositions"
+#: torch's own while_loop LSTM/GRU bodies (2.13+), used where present
+RNN_WHILE_LOOP_IMPLS = (("lstm", "lstm_while_loop_impl"), ("gru", "gru_while_loop_impl"))
 
 
 def _get(module: str, attr: str) -> Any:
@@ -282,6 +302,81 @@ def pytree_node_types() -> set[type]:
 def deregister_pytree_node(cls: type) -> None:
     if cls in _need("torch.utils._pytree", "SUPPORTED_NODES"):
         _need("torch.utils._pytree", "_deregister_pytree_node")(cls)
+
+
+# ---------------------------------------------------------------- RNN decompositions
+
+
+@functools.cache
+def torch_patches_rnn_decompositions() -> bool:
+    """Whether the installed torch's ONNX exporter swaps in while_loop RNN decompositions for
+    its decomposition step itself (torch 2.15's ``patch_dynamic_shape_rnn_decompositions``)."""
+    for module in RNN_PATCH_MODULES:
+        try:
+            if hasattr(importlib.import_module(module), RNN_PATCH_NAME):
+                return True
+        except ImportError:
+            continue
+    return False
+
+
+def rnn_while_loop_impls() -> dict[Any, Callable[..., Any]]:
+    """torch's own while_loop decompositions of ``aten::lstm``/``aten::gru`` (``torch.export._patches``),
+    for those it has."""
+    import torch
+
+    out: dict[Any, Callable[..., Any]] = {}
+    for op, name in RNN_WHILE_LOOP_IMPLS:
+        try:
+            out[getattr(torch.ops.aten, op).input] = _get("torch.export._patches", name)
+        except (ImportError, AttributeError):
+            continue
+    return out
+
+
+def rnn_decomposition_helpers() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """torch's ``_rnn_helper`` (layers, directions, batch_first) and ``gather_params``."""
+    return (_need("torch._decomp.decompositions", "_rnn_helper"),
+            _need("torch._decomp.decompositions", "gather_params"))
+
+
+def while_loop() -> Callable[..., Any]:
+    return _need("torch._higher_order_ops.while_loop", "while_loop")
+
+
+@contextlib.contextmanager
+def decomposition_kernel(op: Any, impl: Callable[..., Any]) -> Iterator[None]:
+    """``impl`` as ``op``'s decomposition (the post-autograd table, which the exporter's
+    decomposition step reads) and CompositeImplicitAutograd kernel (what capture runs) while the
+    block runs; both restored after."""
+    table = _need("torch._decomp", "global_decomposition_table")["post_autograd"]
+    key = _need("torch._C", "DispatchKey.CompositeImplicitAutograd")
+    kernels = getattr(op, "py_kernels", None)
+    if not isinstance(kernels, dict):
+        raise _moved(f"{op}.py_kernels")
+    missing = object()
+    saved = table.get(op, missing), kernels.get(key, missing)
+    table[op] = impl
+    kernels[key] = impl
+    _clear_dispatch_cache(op)
+    try:
+        yield
+    finally:
+        for mapping, k, old in ((table, op, saved[0]), (kernels, key, saved[1])):
+            if old is missing:
+                mapping.pop(k, None)
+            else:
+                mapping[k] = old
+        _clear_dispatch_cache(op)
+
+
+def _clear_dispatch_cache(op: Any) -> None:
+    """An OpOverload caches the kernel it picked per dispatch key; a kernel swapped in (or put
+    back) is only seen once the cache is cleared, as ``py_impl`` clears it."""
+    cache = getattr(op, "_dispatch_cache", None)
+    if not isinstance(cache, dict):
+        raise _moved(f"{op}._dispatch_cache")
+    cache.clear()
 
 
 def check() -> list[str]:

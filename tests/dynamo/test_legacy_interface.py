@@ -220,3 +220,40 @@ def test_size_zero_example_on_a_dynamic_axis_exports_as_plain_torch(route):
     for n in (0, 1, 4):
         x = torch.randn(n, 3)
         np.testing.assert_allclose(sess.run(None, {"x": x.numpy()})[0], (x * x.numel()).numpy())
+
+
+def _rnn(kind: str) -> nn.Module:
+    torch.manual_seed(0)
+    if kind == "lstm":
+        return nn.LSTM(4, 5, 2, bidirectional=True).eval()
+    if kind == "gru":
+        return nn.GRU(4, 5, 1, batch_first=True).eval()
+    return nn.RNN(4, 5, 2, nonlinearity=kind, bidirectional=kind == "tanh").eval()
+
+
+@pytest.mark.parametrize("route", ["auto", "dynamo"])
+@pytest.mark.parametrize("kind", ["lstm", "gru", "tanh", "relu"])
+def test_rnn_with_a_dynamic_sequence_axis_runs_at_other_lengths(kind, route):
+    """The sequence axis the user marked dynamic stays dynamic (torch 2.15's RNN decomposition
+    patch, applied on a torch without it): the model runs at other lengths like the TorchScript
+    exporter's."""
+    model = _rnn(kind)
+    seq = 1 if kind == "gru" else 0
+    x = torch.randn(3, 7, 4) if seq == 1 else torch.randn(7, 3, 4)
+    options = {"input_names": ["x"], "dynamic_axes": {"x": {seq: "seq"}}}
+    case = Case(f"rnn {kind}", model, (x,), options)
+    legacy_model = _legacy(case)
+    onnx_model, outcome = _compat(case, route)
+    assert outcome.route == "dynamo", outcome.fallback_reason
+    assert [(t, r) for _, t, r in interface(onnx_model)["inputs"]] == \
+        [(t, r) for _, t, r in interface(legacy_model)["inputs"]]
+    for length in (7, 10, 3):
+        shape = [3, length, 4] if seq == 1 else [length, 3, 4]
+        xs = torch.randn(*shape)
+        eager = [t.detach().numpy() for t in torch.utils._pytree.tree_leaves(model(xs))]
+        got = _run(onnx_model, (xs,), [0])
+        want = _run(legacy_model, (xs,), [0])
+        assert len(got) == len(want) == len(eager)
+        for g, w, e in zip(got, want, eager):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

@@ -1,0 +1,146 @@
+"""RNNs with a dynamic sequence axis: loop over the sequence in the graph instead of unrolling it.
+
+torch decomposes ``aten::lstm``/``gru``/``rnn_tanh``/``rnn_relu`` into one step per element of the
+example's sequence, which bakes the example length in: torch.export then specialises the axis the
+user marked dynamic (or, where the ONNX exporter keeps the op, the re-traced output shapes say the
+example length and the optimizer folds them into a Reshape), and the model fails at any other
+length ("Got 11, Expected 10"). torch 2.13 swaps in ``while_loop`` decompositions for LSTM and GRU
+during capture only; torch 2.15 also does it during the ONNX exporter's decomposition step
+(``patch_dynamic_shape_rnn_decompositions``), which is where the shapes go wrong.
+
+``while_loop_decompositions()`` is that patch for a torch without it (``torch_internals``
+probes for it): while the export runs, the four RNN ops decompose into a ``while_loop`` over the
+sequence (torch's own LSTM/GRU bodies where it has them, the Elman one here), which the exporter
+turns into an ONNX ``Loop``. Used only when the call has a dynamic axis, as torch does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from . import torch_internals
+
+
+@contextlib.contextmanager
+def while_loop_decompositions() -> Iterator[None]:
+    """While the block runs, ``aten::lstm``/``gru`` decompose into torch's own ``while_loop``s
+    and ``aten::rnn_tanh``/``rnn_relu`` into the Elman one here (then restored)."""
+    import torch
+
+    aten = torch.ops.aten
+    impls = {aten.rnn_tanh.input: _elman(torch.tanh), aten.rnn_relu.input: _elman(torch.relu)}
+    impls.update(torch_internals.rnn_while_loop_impls())
+    with contextlib.ExitStack() as stack:
+        for op, impl in impls.items():
+            stack.enter_context(torch_internals.decomposition_kernel(op, impl))
+        yield
+
+
+def translation_table() -> dict[Any, Any]:
+    """ONNX ``RNN`` translations of ``aten::rnn_tanh``/``rnn_relu`` (torchlib has none, so the
+    exporter would decompose them again, one step per example element): with the decompositions
+    above the op stays whole through capture, its output shapes follow the sequence length, and
+    it becomes the ONNX ``RNN`` node the TorchScript exporter emitted."""
+    import torch
+
+    aten = torch.ops.aten
+    return {aten.rnn_tanh.input: _onnx_rnn("Tanh"), aten.rnn_relu.input: _onnx_rnn("Relu")}
+
+
+def _onnx_rnn(activation: str) -> Any:
+    def rnn(input: Any, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout: float,
+            train: bool, bidirectional: bool, batch_first: bool) -> tuple[Any, Any]:
+        from onnxscript import opset18 as op
+
+        directions = 2 if bidirectional else 1
+        per_direction = 4 if has_biases else 2
+        hidden_size = hx.shape[2]
+        if batch_first:
+            input = op.Transpose(input, perm=[1, 0, 2])
+        current = input
+        finals = []
+        for layer in range(num_layers):
+            w, r, b = [], [], []
+            for d in range(directions):
+                first = (layer * directions + d) * per_direction
+                w.append(op.Unsqueeze(params[first], [0]))
+                r.append(op.Unsqueeze(params[first + 1], [0]))
+                if has_biases:
+                    b.append(op.Unsqueeze(op.Concat(params[first + 2], params[first + 3], axis=0), [0]))
+            h0 = op.Slice(hx, [layer * directions], [(layer + 1) * directions], [0])
+            y, y_h = op.RNN(
+                current, _cat(op, w), _cat(op, r), _cat(op, b) if has_biases else None, None, h0,
+                activations=[activation] * directions,
+                direction="bidirectional" if bidirectional else "forward",
+                hidden_size=hidden_size,
+            )
+            # [seq, dirs, batch, hidden] -> [seq, batch, dirs * hidden]
+            y = op.Transpose(y, perm=[0, 2, 1, 3])
+            current = op.Reshape(y, op.Constant(value_ints=[0, 0, -1]))
+            if train and dropout > 0.0 and layer < num_layers - 1:
+                current, _ = op.Dropout(current, op.Constant(value_float=dropout), op.Constant(value=True))
+            finals.append(y_h)
+        output = op.Transpose(current, perm=[1, 0, 2]) if batch_first else current
+        return output, _cat(op, finals)
+
+    return rnn
+
+
+def _cat(op: Any, values: list[Any]) -> Any:
+    return values[0] if len(values) == 1 else op.Concat(*values, axis=0)
+
+
+def _elman(nonlinearity: Any) -> Any:
+    def rnn_input(input: Any, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout: float,
+                  train: bool, bidirectional: bool, batch_first: bool) -> tuple[Any, Any]:
+        import torch
+
+        rnn_helper, gather_params = torch_internals.rnn_decomposition_helpers()
+        params = gather_params(params, has_biases, False)
+
+        def layer(inp: Any, hidden: Any, layer_params: Any, biases: bool, reverse: bool = False) -> Any:
+            return _elman_layer(inp, hidden, layer_params, biases, nonlinearity, reverse)
+
+        out, final = rnn_helper(input, list(hx.unbind(0)), params, has_biases, num_layers, dropout,
+                                train, bidirectional, batch_first, layer)
+        return out, torch.stack(final, 0)
+
+    return rnn_input
+
+
+def _elman_layer(inp: Any, hidden: Any, params: Any, has_biases: bool, nonlinearity: Any,
+                 reverse: bool) -> tuple[Any, Any]:
+    """One Elman layer as a ``while_loop`` over the sequence: ``h = act(x W_ih + b_ih + h W_hh + b_hh)``."""
+    import torch
+    import torch.nn.functional as F
+
+    while_loop = torch_internals.while_loop()
+    ih_weight, hh_weight = params[0], params[1]
+    ih_bias = params[2] if has_biases else None
+    hh_bias = params[3] if has_biases else None
+    steps = F.linear(inp, ih_weight, ih_bias)
+    steps = steps.flip(0) if reverse else steps
+    # the loop body may not alias its closure: copy weights that share storage
+    hh_weight = hh_weight.clone()
+    hh_bias = hh_bias.clone() if hh_bias is not None else None
+    out = torch.empty(steps.size(0), *hidden.shape, dtype=hidden.dtype, device=hidden.device)
+
+    def cond(i: Any, out: Any, h: Any) -> Any:
+        return i < steps.size(0)
+
+    def body(i: Any, out: Any, h: Any) -> tuple[Any, Any, Any]:
+        t = i.item()
+        torch._check_is_size(t)
+        torch._check_is_size(t, max=steps.size(0) - 1)
+        h = nonlinearity(F.linear(h, hh_weight, hh_bias) + steps[t])
+        out = out.clone()
+        out[t] = h
+        return i + 1, out, h
+
+    # a factory op, not torch.tensor(0): a tensor constant made while the exporter decomposes
+    # would be lifted without a value
+    start = torch.zeros((), dtype=torch.int64, device=steps.device)
+    _, out, last = while_loop(cond, body, [start, out, hidden])
+    return (out.flip(0) if reverse else out), last
