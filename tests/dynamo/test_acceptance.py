@@ -1,0 +1,160 @@
+"""The acceptance check of the torch.export route's model (issue 17): a model that differs from
+eager torch or from the TorchScript exporter's interface is a route failure, so ``auto`` falls
+back (and the ledger says why, with the check's numbers) and ``route="dynamo"`` fails naming the
+difference, unless the check is turned off; the check changes neither the model, nor the inputs,
+nor the global random state.
+
+A wrong model is made on purpose with a custom translation (relu exported as Sigmoid), a real
+torch.export-route export like any other.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from torch import nn
+
+import compat
+from compat.errors import ExportFailed
+
+
+class Relu(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+
+def _wrong_relu(x):
+    from onnxscript import opset18 as op
+
+    return op.Sigmoid(x)
+
+
+WRONG = {torch.ops.aten.relu.default: _wrong_relu}
+
+
+class FloatInput(nn.Module):
+    def forward(self, scale: float, y):
+        return y * scale
+
+
+def _export(model, args, **kw):
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = compat.export(model, args, buf, **kw)
+    return buf.getvalue(), result
+
+
+def test_auto_falls_back_when_the_model_differs_from_eager(tmp_path, monkeypatch):
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_LEDGER", str(ledger))
+    model, x = Relu().eval(), torch.randn(4, 3)
+    data, _ = _export(model, (x,), custom_translation_table=WRONG)
+    outcome = compat.last_outcome()
+    assert outcome.route == "legacy"
+    assert "torch.export route: output 0 differs from eager by" in outcome.fallback_reason
+    assert "at the example input" in outcome.fallback_reason
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0],
+                               model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    record = json.loads(ledger.read_text().splitlines()[-1])
+    assert record["route_taken"] == "legacy" and "differs from eager" in record["fallback_reason"]
+    check = record["acceptance"]
+    assert check["status"] == "failed"
+    assert check["probes"][0]["status"] == "mismatch" and check["probes"][0]["max_abs"] > 0.1
+
+
+def test_route_dynamo_fails_naming_the_difference_unless_turned_off():
+    model, x = Relu().eval(), torch.randn(4, 3)
+    with pytest.raises(ExportFailed) as info:
+        _export(model, (x,), route="dynamo", custom_translation_table=WRONG)
+    text = str(info.value)
+    assert "output 0 differs from eager by" in text and "acceptance_check=False" in text
+    _, program = _export(model, (x,), route="dynamo", custom_translation_table=WRONG, acceptance_check=False)
+    assert program is not None and compat.last_outcome().acceptance == {"status": "off"}
+
+
+def test_the_environment_and_pyproject_turn_the_check_off(tmp_path, monkeypatch):
+    model, x = Relu().eval(), torch.randn(4, 3)
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK", "0")
+    _export(model, (x,), route="dynamo", custom_translation_table=WRONG)
+    assert compat.last_outcome().acceptance == {"status": "off"}
+    monkeypatch.delenv("TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK")
+    (tmp_path / "pyproject.toml").write_text("[tool.torch-onnx-compat]\nacceptance_check = false\n")
+    monkeypatch.chdir(tmp_path)
+    from compat.policy import config
+
+    assert config.resolve_acceptance_check(None, "<stdin>:1") is False
+    assert config.resolve_acceptance_check(True, "<stdin>:1") is True
+
+
+def test_a_python_float_the_torchscript_exporter_kept_is_an_interface_difference():
+    """torch.export bakes a float argument in; the TorchScript exporter made it a float64 input."""
+    args = (2.5, torch.randn(2, 3))
+    with pytest.raises(ExportFailed, match="input 'scale' .*float64 scalar.* baked its example value 2.5"):
+        _export(FloatInput(), args, route="dynamo")
+    _export(FloatInput(), args)
+    outcome = compat.last_outcome()
+    assert outcome.route == "legacy" and "baked its example value 2.5" in outcome.fallback_reason
+
+
+class Stateful(nn.Module):
+    """A forward that writes to its buffer, its input and draws random numbers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(1))
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.calls.add_(1)
+        noise = torch.rand_like(x) * 0  # draws from the global generator
+        return self.lin(x.mul_(2)) + noise
+
+
+def test_the_check_changes_neither_model_nor_inputs_nor_random_state():
+    model, x = Stateful().eval(), torch.randn(4, 3)
+    before_x = x.clone()
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    _export(model, (x,), route="dynamo", input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    check = compat.last_outcome().acceptance
+    assert check["status"] == "passed" and len(check["probes"]) == 2
+    assert torch.equal(x, before_x)
+    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert not model.training or model.training is False
+
+
+class Noisy(nn.Module):
+    def forward(self, x):
+        return nn.functional.dropout(x, 0.5, training=True)
+
+
+def test_outputs_eager_torch_does_not_reproduce_are_not_differences():
+    _export(Noisy(), (torch.randn(8, 8),), route="dynamo")
+    check = compat.last_outcome().acceptance
+    assert check["status"] == "passed"
+    assert any("not reproducible in eager torch" in n for n in check["notes"])
+
+
+def test_a_size_the_model_rejects_in_eager_is_skipped_not_a_difference():
+    class Fixed(nn.Module):
+        def forward(self, x):
+            return x.reshape(2, 3) * 2
+
+    _export(Fixed(), (torch.randn(2, 3),), route="dynamo", input_names=["x"],
+            dynamic_axes={"x": {0: "batch"}})
+    check = compat.last_outcome().acceptance
+    assert check["status"] == "passed"
+    assert [p["status"] for p in check["probes"]] == ["match", "skipped"]
