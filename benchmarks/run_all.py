@@ -37,6 +37,7 @@ EXPECTED = (
     "bench_architectures",
     "bench_layers",
     "bench_dynamo_overhead",
+    "bench_acceptance",
 )
 
 

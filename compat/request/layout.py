@@ -174,6 +174,12 @@ def default_probes(sizes: Mapping[str, int]) -> list[dict[str, int]]:
     return probes
 
 
+def joint_probe(sizes: Mapping[str, int]) -> list[dict[str, int]]:
+    """One probe with every named axis at example+1 (none without dynamic axes): each axis at
+    another size in a single run, what the acceptance check pays for."""
+    return [{name: s + 1 for name, s in sizes.items()}] if sizes else []
+
+
 def resized_leaves(layout: InputLayout, sizes: Mapping[str, int], seed: int = 0) -> list[Any]:
     """The example leaves with the named axes resized: floats drawn like the example (its mean and
     std), integer/bool inputs (ids, masks) cycled from the example so their values stay valid."""

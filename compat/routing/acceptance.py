@@ -2,7 +2,8 @@
 
 Before the dispatcher accepts the torch.export route's model it is run with onnxruntime and
 compared with the model in eager torch at the example inputs and at one other size along each
-declared dynamic axis (``layout.default_probes``, the inputs ``compat.compare`` builds), with the
+declared dynamic axis (all axes at once: ``layout.joint_probe``; the inputs ``compat.compare``
+builds, ``layout.resized_leaves``), with the
 tolerances of each output's dtype (``numerics``). For a call in the legacy form its interface is
 also compared with the one the TorchScript exporter gives the same call, decided from the request
 (``graph_inputs.legacy_inputs``) and the model: which inputs exist, their order, names (where
@@ -39,7 +40,7 @@ from compat.errors import AcceptanceFailed
 from compat.policy import config
 from compat.request import ExportRequest, Outcome
 from compat.request.graph_inputs import LegacyInput, legacy_form, legacy_inputs
-from compat.request.layout import InputLayout, default_probes, resized_leaves, scalar_kind
+from compat.request.layout import InputLayout, joint_probe, resized_leaves, scalar_kind
 from compat.routing import model_state, numerics
 
 ROUTE = "dynamo"
@@ -229,7 +230,7 @@ class _Check:
         example_sizes = ", ".join(f"{n}={s}" for n, s in sizes.items())
         probes: list[tuple[str, dict[str, int]]] = [("the example input", {})]
         probes += [(", ".join(f"{n}={s}" for n, s in p.items()) + f" (example {example_sizes})", p)
-                   for p in default_probes(sizes)]
+                   for p in joint_probe(sizes)]
         for n, (label, sizes_at) in enumerate(probes):
             call_leaves = self.layout.leaves if not sizes_at else resized_leaves(self.layout, sizes_at, seed=n)
             expected = example if not sizes_at else self._eager(call_leaves)
@@ -294,14 +295,15 @@ def _eager_mode(req: ExportRequest) -> Iterator[None]:
 
 
 def _session(proto: Any) -> Any:
+    """A session that runs a few times: basic graph optimizations only (quicker to build)."""
     if proto.ByteSize() < _INLINE_BYTES:
-        return numerics.session(proto.SerializeToString())
+        return numerics.session(proto.SerializeToString(), optimize=False)
     import onnx
 
     with tempfile.TemporaryDirectory(prefix="compat-accept-") as tmp:
         path = os.path.join(tmp, "model.onnx")
         onnx.save_model(proto, path, save_as_external_data=True, location="model.onnx.data")
-        return numerics.session(path)
+        return numerics.session(path, optimize=False)
 
 
 def _feed(value: Any) -> Any:

@@ -47,11 +47,14 @@ def clean(text: str) -> str:
     return " ".join(NOISE.sub("", text).split())
 
 
-def session(model: str | bytes) -> Any:
-    """A quiet single-threaded CPU onnxruntime session of a model file path or serialized bytes."""
+def session(model: str | bytes, optimize: bool = True) -> Any:
+    """A quiet single-threaded CPU onnxruntime session of a model file path or serialized bytes;
+    ``optimize=False``: basic graph optimizations only (built quicker, for a few runs)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
+    if not optimize:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     opts.log_severity_level = 4  # failures are reported, not logged
     opts.intra_op_num_threads = 1
     return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
