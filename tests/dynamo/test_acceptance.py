@@ -158,3 +158,19 @@ def test_a_size_the_model_rejects_in_eager_is_skipped_not_a_difference():
     check = compat.last_outcome().acceptance
     assert check["status"] == "passed"
     assert [p["status"] for p in check["probes"]] == ["match", "skipped"]
+
+
+class AdaptivePool(nn.Module):
+    def forward(self, x):
+        return nn.functional.adaptive_avg_pool1d(x, 4)
+
+
+def test_adaptive_pooling_that_cannot_follow_a_dynamic_size_fails_as_it_did():
+    """Non-divisible adaptive pooling on a dynamic axis: the torch.export route bakes the example's
+    kernel (wrong at another size, which the check catches); the TorchScript exporter refuses it,
+    so the call fails as it did before, naming both."""
+    with pytest.raises(ExportFailed) as info:
+        _export(AdaptivePool(), (torch.randn(1, 2, 6),), input_names=["x"], dynamic_axes={"x": {2: "n"}})
+    failures = info.value.failures
+    assert "differs from eager" in failures["dynamo"].reason and "n=7 (example n=6)" in failures["dynamo"].reason
+    assert "adaptive" in str(failures["legacy"]).lower()
