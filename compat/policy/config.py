@@ -21,6 +21,7 @@ import fnmatch
 import functools
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,21 +225,21 @@ def resolve_route(
 
 
 def resolve_strict(call_strict: bool | None, call_site: str) -> bool:
-    if call_strict is not None:
-        return call_strict
-    env = env_strict()
-    if env is not None:
-        return env
-    project = load_project(_start_folder(call_site))
-    return bool(project.strict)
+    return _resolve_bool(call_strict, env_strict, "strict", call_site, default=False)
 
 
 def resolve_acceptance_check(call_check: bool | None, call_site: str) -> bool:
     """Whether a torch.export-route model is checked before it is accepted (default: yes)."""
-    if call_check is not None:
-        return call_check
-    env = env_acceptance_check()
-    if env is not None:
-        return env
-    project = load_project(_start_folder(call_site)).acceptance_check
-    return True if project is None else project
+    return _resolve_bool(call_check, env_acceptance_check, "acceptance_check", call_site, default=True)
+
+
+def _resolve_bool(call: bool | None, env: Callable[[], bool | None], key: str, call_site: str,
+                  default: bool) -> bool:
+    """The call's setting, else the environment's, else the nearest pyproject's, else ``default``."""
+    if call is not None:
+        return call
+    from_env = env()
+    if from_env is not None:
+        return from_env
+    project = getattr(load_project(_start_folder(call_site)), key)
+    return default if project is None else bool(project)
