@@ -5,7 +5,9 @@ Importing this package is cheap; the exporter stack loads inside ``export``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from compat.request import ExportRequest, Outcome
@@ -30,3 +32,17 @@ def export(req: ExportRequest) -> Outcome:
     from .route import export as _export
 
     return _export(req)
+
+
+@contextlib.contextmanager
+def output_pytrees(model: Any) -> Iterator[None]:
+    """While the block runs, the containers the route flattens into graph inputs and outputs
+    (transformers' Cache objects) are pytree nodes, so an eager result flattens like the graph's
+    outputs (the acceptance check's reference)."""
+    from .hf_caches import deregister, register
+
+    classes = register(model)
+    try:
+        yield
+    finally:
+        deregister(classes)

@@ -42,6 +42,7 @@ from compat.request import ExportRequest, Outcome
 from compat.request.graph_inputs import LegacyInput, legacy_form, legacy_inputs
 from compat.request.layout import InputLayout, joint_probe, resized_leaves, scalar_kind
 from compat.routing import model_state, numerics
+from compat.routing.route_packages import route_module
 
 ROUTE = "dynamo"
 PREFIX = "torch.export route"
@@ -155,7 +156,7 @@ class _Check:
             self.differences.append(f"{PREFIX}: inputs in another order than the TorchScript exporter's "
                                     f"(signature order): {order}")
         for want in expected:
-            if want.leaf not in leaves and want.kind in ("int", "float") and self._matters(want, example):
+            if want.leaf not in leaves and self._baked(want) and self._matters(want, example):
                 value = self.layout.leaves[want.leaf]
                 self.differences.append(
                     f"{PREFIX}: input {want.describe()} is a graph input of the TorchScript exporter's "
@@ -174,6 +175,14 @@ class _Check:
         if value.name not in used:
             self.differences.append(f"{PREFIX}: input {label} is required but the TorchScript exporter "
                                     "dropped it (unused by the graph)")
+
+    def _baked(self, want: LegacyInput) -> bool:
+        """Whether torch.export baked the Python scalar ``want`` in (rather than dropping an
+        unused input): every float; an int only at 0 or 1, which torch.export specialises (any
+        other int is a dynamic int, missing only when the graph does not use it, as the tracer
+        did not when the model branched on it)."""
+        value = self.layout.leaves[want.leaf]
+        return want.kind == "float" or (want.kind == "int" and value in (0, 1))
 
     def _matters(self, want: LegacyInput, example: list[Any]) -> bool:
         """Whether eager outputs change with the Python scalar ``want`` (baked by torch.export):
@@ -277,12 +286,13 @@ class _Check:
 @contextlib.contextmanager
 def _eager_mode(req: ExportRequest) -> Iterator[None]:
     """The model in the mode the export captured it in, its weights, modes and the global random
-    state put back after."""
+    state put back after; its outputs flatten like the route's graph outputs."""
     import torch
 
     model = req.model
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch.random.fork_rng(devices=[]))
+        stack.enter_context(route_module("dynamo").output_pytrees(model))
         if isinstance(model, torch.nn.Module):
             stack.enter_context(model_state.values_preserved(model))
             modes = [(m, m.training) for m in model.modules()]
