@@ -233,11 +233,11 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 # the forward may write to the model
                 with model_state.route_guard(req.model, name, req.verify), noise:
                     outcome = module.export(route_req)
+                    if name == "dynamo":
+                        acceptance.check(req, outcome)  # a model that differs is a RouteFailed
                 if converted is not None:
                     outcome.translations.append(converted)
                 removed_options.apply(req, outcome)
-                if name == "dynamo":
-                    acceptance.check(req, outcome)  # a model that differs is a RouteFailed
             except RouteUnavailable as exc:
                 if route_plan.requested != "auto":
                     raise
