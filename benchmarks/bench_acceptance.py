@@ -130,12 +130,12 @@ def run(quick: bool = False) -> dict[str, Any]:
     details: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-accept-") as tmp, quiet():
         for name, build in zoo.items():
-            row, info = _measure(name, build, reps=2 if quick else 5, folder=tmp)
+            row, info = _measure(name, build, reps=2 if quick else 3, folder=tmp)
             row["target"] = "<= 0.10"
             rows.append(row)
             details[name] = info
         name = f"MLP {width}x{layers}"
-        row, info = _measure(name, lambda: _large_mlp(width, layers), reps=1 if quick else 3, folder=tmp)
+        row, info = _measure(name, lambda: _large_mlp(width, layers), reps=1 if quick else 2, folder=tmp)
         rows.append(row)
         details[name] = info
     return {"benchmark": "acceptance", "title": TITLE, "ratios": rows, "details": details}
