@@ -20,6 +20,8 @@ INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch.utils._pytree", "tree_leaves"),
     ("torch.utils._pytree", "tree_flatten"),
     ("torch.utils._pytree", "tree_unflatten"),
+    # the acceptance check runs the eager reference as the exporter sees the model
+    ("torch.onnx._internal.exporter._flags", "set_onnx_exporting_flag"),
 )
 
 #: instance attributes of every ``nn.Module`` the snapshot relies on, with their types
@@ -139,6 +141,12 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
 
 def tree_unflatten(leaves: list[Any], spec: Any) -> Any:
     return _need("torch.utils._pytree", "tree_unflatten")(leaves, spec)
+
+
+def as_onnx_export(fn: Any) -> Any:
+    """``fn`` run with ``torch.onnx.is_in_onnx_export()`` true, as it is while torch.export
+    captures the model for ONNX (a forward that branches on it takes its export branch)."""
+    return _need("torch.onnx._internal.exporter._flags", "set_onnx_exporting_flag")(fn)
 
 
 def check() -> list[str]:

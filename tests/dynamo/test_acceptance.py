@@ -4,8 +4,8 @@ back (and the ledger says why, with the check's numbers) and ``route="dynamo"`` 
 difference, unless the check is turned off; the check changes neither the model, nor the inputs,
 nor the global random state.
 
-A wrong model is made on purpose with a custom translation (relu exported as Sigmoid), a real
-torch.export-route export like any other.
+A model that computes something else while torch.export captures it stands for a wrong
+torch.export-route model (the TorchScript tracer and eager torch take the other branch).
 """
 
 from __future__ import annotations
@@ -24,22 +24,17 @@ import compat
 from compat.errors import ExportFailed
 
 
-class Relu(nn.Module):
+class ExportOnly(nn.Module):
+    """Computes something else while torch.export captures it (``torch.compiler.is_exporting()``):
+    the torch.export route's model differs from eager torch, the TorchScript tracer's does not."""
+
     def __init__(self) -> None:
         super().__init__()
         self.lin = nn.Linear(3, 3)
 
     def forward(self, x):
-        return torch.relu(self.lin(x))
-
-
-def _wrong_relu(x):
-    from onnxscript import opset18 as op
-
-    return op.Sigmoid(x)
-
-
-WRONG = {torch.ops.aten.relu.default: _wrong_relu}
+        y = self.lin(x)
+        return torch.sigmoid(y) if torch.compiler.is_exporting() else torch.relu(y)
 
 
 class FloatInput(nn.Module):
@@ -58,8 +53,8 @@ def _export(model, args, **kw):
 def test_auto_falls_back_when_the_model_differs_from_eager(tmp_path, monkeypatch):
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv("TORCH_ONNX_COMPAT_LEDGER", str(ledger))
-    model, x = Relu().eval(), torch.randn(4, 3)
-    data, _ = _export(model, (x,), custom_translation_table=WRONG)
+    model, x = ExportOnly().eval(), torch.randn(4, 3)
+    data, _ = _export(model, (x,))
     outcome = compat.last_outcome()
     assert outcome.route == "legacy"
     assert "torch.export route: output 0 differs from eager by" in outcome.fallback_reason
@@ -75,19 +70,19 @@ def test_auto_falls_back_when_the_model_differs_from_eager(tmp_path, monkeypatch
 
 
 def test_route_dynamo_fails_naming_the_difference_unless_turned_off():
-    model, x = Relu().eval(), torch.randn(4, 3)
+    model, x = ExportOnly().eval(), torch.randn(4, 3)
     with pytest.raises(ExportFailed) as info:
-        _export(model, (x,), route="dynamo", custom_translation_table=WRONG)
+        _export(model, (x,), route="dynamo")
     text = str(info.value)
     assert "output 0 differs from eager by" in text and "acceptance_check=False" in text
-    _, program = _export(model, (x,), route="dynamo", custom_translation_table=WRONG, acceptance_check=False)
+    _, program = _export(model, (x,), route="dynamo", acceptance_check=False)
     assert program is not None and compat.last_outcome().acceptance == {"status": "off"}
 
 
 def test_the_environment_and_pyproject_turn_the_check_off(tmp_path, monkeypatch):
-    model, x = Relu().eval(), torch.randn(4, 3)
+    model, x = ExportOnly().eval(), torch.randn(4, 3)
     monkeypatch.setenv("TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK", "0")
-    _export(model, (x,), route="dynamo", custom_translation_table=WRONG)
+    _export(model, (x,), route="dynamo")
     assert compat.last_outcome().acceptance == {"status": "off"}
     monkeypatch.delenv("TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK")
     (tmp_path / "pyproject.toml").write_text("[tool.torch-onnx-compat]\nacceptance_check = false\n")
@@ -174,3 +169,15 @@ def test_adaptive_pooling_that_cannot_follow_a_dynamic_size_fails_as_it_did():
     failures = info.value.failures
     assert "differs from eager" in failures["dynamo"].reason and "n=7 (example n=6)" in failures["dynamo"].reason
     assert "adaptive" in str(failures["legacy"]).lower()
+
+
+class ExportBranch(nn.Module):
+    def forward(self, x):
+        return x * 2 if torch.onnx.is_in_onnx_export() else x * 3
+
+
+def test_the_eager_reference_takes_the_onnx_export_branch():
+    """A forward that branches on torch.onnx.is_in_onnx_export() (yolov7, scrfd): the reference is
+    the model as the exporter sees it, so its export branch is no difference."""
+    _export(ExportBranch(), (torch.randn(2, 3),), route="dynamo")
+    assert compat.last_outcome().acceptance["status"] == "passed"
