@@ -295,6 +295,18 @@ ENTRIES: tuple[Entry, ...] = (
         "`opset_version=18` or higher, or a runtime that reads the opset written",
         "none: the ONX001 fix pins `dynamo=False` for opsets below 18", "none",
     ),
+    _E(
+        "ONX003", "data-dependent branch", "a branch baked at the example's values",
+        "Python control flow on tensor values (`if x.mean() > 0:`, `if boxes.numel() == 0:`, "
+        "`assert (t >= 0).all()`) stops torch.export, where the TorchScript tracer exported the "
+        "branch the example took, with a TracerWarning",
+        "captured with torch.export.draft_export, which keeps the branch the example took: each "
+        "place is named in this warning, the ledger's `baked` and `compat report`; the model "
+        "computes that branch for every input",
+        "`torch.cond(pred, true_fn, false_fn, operands)` for a branch both ways must keep, "
+        "`torch._check(...)` for an assumption",
+        "none: found at run time only; the rewriter does not report it", "none",
+    ),
 )
 
 BY_CODE: dict[str, Entry] = {e.code: e for e in ENTRIES}
@@ -452,6 +464,12 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                ('# compat.migrate: dynamo=False because opset_version=9 is below 18, the lowest '
                'opset the torch.export exporter builds\n'
                'torch.onnx.export(model, (x,), "model.onnx", opset_version=9, dynamo=False)')),
+    "ONX003": (('class Gate(torch.nn.Module):\n'
+               '    def forward(self, x):\n'
+               '        if x.mean() > 0:  # a branch on a tensor value\n'
+               '            return x * 2\n'
+               '        return x - 1\n\n'
+               'torch.onnx.export(Gate(), (x,), "model.onnx")'), None),
 }
 
 #: the short fix of each entry: what to do, in a few words (the one-line warning; ``message``
@@ -482,6 +500,7 @@ SHORT_FIXES: dict[str, str] = {
     "ONX404": "call model.eval() or model.train() around the export",
     "ONX501": "delete the branch for old torch; keep the live one",
     "ONX002": "use opset_version=18 or higher, or a runtime that reads the opset written",
+    "ONX003": "the export follows the example's branch there; use torch.cond to keep both",
 }
 
 #: the command the examples' fixed forms come from

@@ -46,6 +46,7 @@ def export(req: ExportRequest) -> Outcome:
         )
 
     from . import hf_caches, options, quiet, symbolics, validate
+    from .capture import export_program
 
     outcome = Outcome(route=ROUTE)
     start = time.perf_counter()
@@ -67,15 +68,13 @@ def export(req: ExportRequest) -> Outcome:
             table.update(req.custom_translation_table or {})
             # No warnings.catch_warnings here: changing the filters resets every module's
             # once-per-location registry, and compat's own warnings must show once per site.
-            program = torch_api.torch_export()(
-                req.model,
-                plan.args,
-                None,
-                kwargs=plan.kwargs,
-                dynamo=True,
-                custom_translation_table=table or None,
-                **plan.export_kwargs,
+            # torch's capture, then (data-dependent guards) a draft capture baking the example's branch
+            captured = export_program(
+                torch_api.torch_export(), req.model, plan.args, plan.kwargs,
+                {"custom_translation_table": table or None, **plan.export_kwargs}, classify,
+                quiet=lambda: Capture(enabled=not req.verbose),
             )
+            program, outcome.baked = captured.program, captured.baked
             planned = len(plan.translations)
             not_reached = _post_process(program, (*plan.post_process, *sym.post_process))
             outcome.translations.extend(plan.translations[planned:])  # recorded by post-processing

@@ -65,6 +65,19 @@ RNN_PATCH_MODULES = (
 RNN_PATCH_NAME = "patch_dynamic_shape_rnn_decompositions"
 #: torch's own while_loop LSTM/GRU bodies (2.13+), used where present
 RNN_WHILE_LOOP_IMPLS = (("lstm", "lstm_while_loop_impl"), ("gru", "gru_while_loop_impl"))
+#: draft capture (``dynamo/capture.py``): the report torch attaches to a draft_export program, the
+#: filename table its stacks index, the trace log it writes, the size-oblivious flag torch's own
+#: capture strategies set
+DRAFT_INTERNALS: tuple[tuple[str, str], ...] = (
+    ("torch.export", "draft_export"),
+    ("torch.export._draft_export", "DraftExportReport.successful"),
+    ("torch.export._draft_export", "FailureType.DATA_DEPENDENT_ERROR"),
+    ("torch._logging.structured", "INTERN_TABLE"),
+    ("torch._logging._internal", "LazyTraceHandler"),
+    ("torch._logging._internal", "trace_log"),
+    ("torch._logging._internal", "DTRACE_ENV_VAR"),
+    ("torch.fx.experimental._config", "backed_size_oblivious"),
+)
 
 
 def _get(module: str, attr: str) -> Any:
@@ -377,12 +390,86 @@ def _clear_dispatch_cache(op: Any) -> None:
     if not isinstance(cache, dict):
         raise _moved(f"{op}._dispatch_cache")
     cache.clear()
+# ---------------------------------------------------------------- draft capture (torch.export.draft_export)
+
+
+def has_draft_capture() -> bool:
+    """Whether this torch has ``torch.export.draft_export`` and the pieces its report is read with."""
+    try:
+        for module, attr in DRAFT_INTERNALS:
+            _get(module, attr)
+    except (ImportError, AttributeError):
+        return False
+    return True
+
+
+def draft_export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None,
+                 dynamic_shapes: Any) -> Any:
+    """``torch.export.draft_export`` with the size-oblivious setting torch's ONNX capture
+    strategies use (size-0/1 examples keep their axes dynamic)."""
+    draft = _need("torch.export", "draft_export")
+    config = importlib.import_module("torch.fx.experimental._config")
+    with config.patch(backed_size_oblivious=True), _trace_logs_removed():
+        return draft(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+
+
+def draft_failures(program: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``(kind, data)`` of each place a draft_export program was not soundly captured: kind
+    ``DATA_DEPENDENT_ERROR`` (a guard specialised on the example's values), ``GUARD_ADDED``,
+    ``MISSING_FAKE_KERNEL``, ``MISMATCHED_FAKE_KERNEL``."""
+    report = getattr(program, "_report", None)
+    failures = getattr(report, "failures", None)
+    if not isinstance(failures, list):
+        raise _moved("torch.export.ExportedProgram._report.failures (draft_export's report)")
+    return [(getattr(f.failure_type, "name", str(f.failure_type)), dict(f.data)) for f in failures]
+
+
+def interned_strings() -> dict[int, str]:
+    """id -> string of torch's structured-log string table (draft reports' stack frames name
+    their files by these ids; the report's own table misses files interned before it started)."""
+    table = _need("torch._logging.structured", "INTERN_TABLE")
+    return {v: k for k, v in dict(table).items()}
+
+
+@contextlib.contextmanager
+def _trace_logs_removed() -> Iterator[None]:
+    """Remove the structured trace log draft_export writes into the temp folder for each call
+    (``tlparse`` input; the ledger's ``baked`` records what it says), unless the user asked for
+    trace logs with torch's own environment variable."""
+    import os
+
+    if os.environ.get(_need("torch._logging._internal", "DTRACE_ENV_VAR")):
+        yield
+        return
+    handler_type = _need("torch._logging._internal", "LazyTraceHandler")
+    logger = _need("torch._logging._internal", "trace_log")
+    seen: dict[int, Any] = {}
+
+    def note_handlers(record: Any) -> bool:
+        for h in logger.handlers:
+            if isinstance(h, handler_type):
+                seen[id(h)] = h
+        return True
+
+    logger.addFilter(note_handlers)
+    try:
+        yield
+    finally:
+        logger.removeFilter(note_handlers)
+        for h in seen.values():
+            if h in logger.handlers:
+                continue  # a handler the user or torch keeps
+            path = getattr(h, "_stream_path", None) or getattr(getattr(h, "stream", None), "name", None)
+            h.close()
+            if isinstance(path, str) and os.path.basename(path).startswith("dedicated_log_torch_trace_"):
+                with contextlib.suppress(OSError):
+                    os.remove(path)
 
 
 def check() -> list[str]:
     """Names of the internals a torch upgrade moved (empty when everything is in place)."""
     missing = []
-    for module, attr in (*torch_caps.SYMBOLICS_INTERNALS, *ROUTE_INTERNALS):
+    for module, attr in (*torch_caps.SYMBOLICS_INTERNALS, *ROUTE_INTERNALS, *DRAFT_INTERNALS):
         try:
             _get(module, attr)
         except (ImportError, AttributeError):

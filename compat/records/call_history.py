@@ -91,6 +91,7 @@ def detached(outcome: Outcome) -> Outcome:
         outcome, program=None, model_bytes=None, staged=None,
         translations=list(outcome.translations), warnings=list(outcome.warnings),
         notes=list(outcome.notes), tracer_warnings=[dict(w) for w in outcome.tracer_warnings],
+        baked=[dict(b) for b in outcome.baked],
     )
 
 

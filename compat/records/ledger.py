@@ -23,7 +23,7 @@ from compat.errors import CompatValueError
 FIELDS = (
     "call_site", "route_requested", "route_taken", "fallback_reason", "translations",
     "warnings", "output", "duration_s", "torch_version", "model", "status", "error", "notes",
-    "opset_written", "attempt_logs", "tracer_warnings", "acceptance",
+    "opset_written", "attempt_logs", "tracer_warnings", "acceptance", "baked",
 )
 #: added to every record by ``append`` (compat/records/sites.py): the call site relative to its
 #: project root, so a ledger still matches the code after the checkout moved

@@ -163,6 +163,9 @@ class Outcome:
     input_leaves: list[int] | None = None
     #: the acceptance check of a torch.export-route model (``compat.routing.acceptance``)
     acceptance: dict[str, Any] | None = None
+    #: places a torch.export-route draft capture specialised on the example's values
+    #: (``{file, line, source, guard}``): a branch baked into the graph, as a TracerWarning says
+    baked: list[dict[str, Any]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         # the default repr would print the whole ONNXProgram or model bytes

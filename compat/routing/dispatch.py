@@ -24,7 +24,7 @@ from compat.errors import (
 )
 from compat.installed import torch_caps
 from compat.policy import config, notices, route_noise
-from compat.records import attempt_logs, saving
+from compat.records import attempt_logs, baked, saving
 from compat.records import ledger as ledger_file
 from compat.request import ExportRequest, Outcome, Translation, shapes_to_axes
 from compat.routing import acceptance, model_state, removed_options, route_memory
@@ -154,6 +154,7 @@ def run(
             outcome = _lowest_opset_outcome(req, route_plan, failures, site, codes)
             if outcome is None:
                 raise
+        codes += baked.warn(outcome, site)  # a branch baked at the example's values: ONX003
         outcome.warnings = codes
         outcome.notes[:0] = route_plan.notes
         outcome.duration_s = time.perf_counter() - start
@@ -290,6 +291,7 @@ def _record(
         "attempt_logs": dict(logs or {}),
         "tracer_warnings": list(outcome.tracer_warnings) if outcome else [],
         "acceptance": _acceptance(outcome, failures),
+        "baked": list(outcome.baked) if outcome else [],
     }
 
 

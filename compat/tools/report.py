@@ -115,6 +115,23 @@ def reason_classes(record: dict[str, Any]) -> list[str]:
     return classes or [reason]
 
 
+def baked_places(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where a record's exported graph follows the example rather than the model: the torch.export
+    route's ``baked`` places and the TorchScript tracer's ``tracer_warnings`` (``{file, line,
+    source, route, detail}``; entries of other shapes are skipped)."""
+    out: list[dict[str, Any]] = []
+    for place in record.get("baked") or []:
+        if isinstance(place, dict):
+            out.append({"file": place.get("file"), "line": place.get("line"),
+                        "source": str(place.get("source") or ""), "route": "dynamo",
+                        "detail": str(place.get("guard") or "")})
+    for warning in record.get("tracer_warnings") or []:
+        if isinstance(warning, dict):
+            out.append({"file": warning.get("file"), "line": warning.get("line"), "source": "",
+                        "route": "legacy", "detail": str(warning.get("message") or "").split("\n")[0]})
+    return out
+
+
 def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dict[str, Any]:
     """The report as plain data (what ``--format json`` prints)."""
     calls = 0
@@ -128,6 +145,7 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
     parity_findings: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
     third_party: dict[tuple[str, str, str, str], int] = {}
+    baked: dict[tuple[Any, ...], dict[str, Any]] = {}
     fallback_calls = 0
     for rec in records:
         if not valid_record(rec):
@@ -174,6 +192,12 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
             tr["calls"] += 1
             action = str(t.get("action") or "")
             tr["actions"][action] = tr["actions"].get(action, 0) + 1
+        for place in baked_places(rec) if ok else []:
+            key = (place["route"], place["file"], place["line"], place["file"] or place["detail"])
+            b = baked.setdefault(key, {**place, "calls": 0, "call_sites": []})
+            b["calls"] += 1
+            if site not in b["call_sites"]:
+                b["call_sites"].append(site)
         parity = rec.get("parity")
         if isinstance(parity, dict) and parity.get("verdict"):
             verdicts[parity["verdict"]] += 1
@@ -203,6 +227,7 @@ def build(records: Iterable[dict[str, Any]], sources: Sequence[str] = ()) -> dic
         "parity": {"checked": sum(verdicts.values()), "by_verdict": dict(verdicts), "findings": parity_findings},
         "failures": failures,
         "third_party_usages": _third_party_report(third_party),
+        "baked": sorted(baked.values(), key=lambda b: (-b["calls"], str(b["file"]), b["line"] or 0)),
     }
 
 
@@ -303,6 +328,16 @@ def to_markdown(report: dict[str, Any]) -> str:
             (u["code"], _cell(u["title"]), u["calls"], _sites(u["call_sites"])) for u in report["legacy_usages"]])
     else:
         lines.append("None.")
+    lines += ["", "### Branches and values baked at the example's values", ""]
+    if report.get("baked"):
+        lines += ["The exported graph follows the example here (torch.export: ONX003; TorchScript: "
+                  "a TracerWarning); an input that takes the other branch gets the example's.", ""]
+        lines += _table(("model line", "source", "route", "what", "calls:", "call sites"), [
+            (f"`{place_name(b)}`", f"`{_cell(b['source'])}`" if b["source"] else "-",
+             ROUTE_TITLES.get(b["route"], b["route"]), _cell(b["detail"] or "-"), b["calls"],
+             _sites(b["call_sites"])) for b in report["baked"]])
+    else:
+        lines.append("None.")
     parity = report["parity"]
     lines += ["", "### Parity of the two routes", ""]
     if parity["checked"]:
@@ -329,6 +364,14 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+ROUTE_TITLES = {"dynamo": "torch.export", "legacy": "TorchScript"}
+
+
+def place_name(place: Mapping[str, Any]) -> str:
+    """``file.py:LINE`` of a baked place (``?`` when torch named no model frame)."""
+    if not place.get("file"):
+        return "?"
+    return f"{os.path.basename(str(place['file']))}:{place.get('line')}"
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:

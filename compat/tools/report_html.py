@@ -226,6 +226,19 @@ def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] = ()) -> str:
                     "<br>".join(f"{_e(a)} ({c})" for a, c in sorted(t["actions"].items())))
                    for t in translations]))
         if translations else _none("None.")))
+    from compat.tools.report import ROUTE_TITLES, place_name
+
+    baked = report.get("baked", [])
+    parts.append(_section(
+        "baked", "Branches and values baked at the example's values",
+        ('<p class="sub">The exported graph follows the example here (torch.export: ONX003; '
+         "TorchScript: a TracerWarning).</p>"
+         + _table(("model line", "source", "route", "what", "calls:", "call sites"),
+                  [(_site_link(f"{b['file']}:{b['line']}") if b.get("file") else _e(place_name(b)),
+                    f"<code>{_e(b['source'])}</code>" if b.get("source") else "-",
+                    _e(ROUTE_TITLES.get(b["route"], b["route"])), _e(b.get("detail") or "-"),
+                    str(b["calls"]), _sites(b["call_sites"])) for b in baked]))
+        if baked else _none("None.")))
     parity = report["parity"]
     parts.append(_section(
         "parity", "Parity of the two routes",

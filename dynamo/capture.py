@@ -1,0 +1,158 @@
+"""How the torch.export route captures the model: torch's own capture first, then a draft capture
+that bakes data-dependent branches at the example's values, as the TorchScript tracer did.
+
+``torch.onnx.export(dynamo=True)`` captures with ``torch.export.export`` (``strict=False``, then
+``strict=True``). When both stop at a data-dependent guard (``if x.mean() > 0:``, ``if
+boxes.numel() == 0:``, ``assert (t >= 0).all()``), ``export_program`` captures with
+``torch.export.draft_export``, which specialises each such guard on the example's real values,
+and hands that ``ExportedProgram`` to ``torch.onnx.export`` with the same options (translations,
+custom translation table, dynamic shapes). torch's own ``TORCH_ONNX_ENABLE_DRAFT_EXPORT`` is not
+used: it is read once at import and says nothing about what was specialised.
+
+Every specialised place is returned as a ``baked`` entry (``{file, line, source, guard}``, the
+innermost frame of the model's or a library's code): the ledger, the ONX003 warning and
+``compat report`` show them. The draft capture is refused (the first failure is raised, with a
+note) when torch reports anything else than specialised guards (a fake kernel generated from a
+real run, dynamic shapes it had to change), and for an ``ExportedProgram`` (captured already).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.policy.route_noise import is_model_source
+
+from . import torch_internals
+
+#: the only draft_export finding that is a bake (a guard specialised on the example's values)
+BAKED_KIND = "DATA_DEPENDENT_ERROR"
+#: the ``classify`` reason (``dynamo/route.py``) that a draft capture answers
+DATA_DEPENDENT = "data-dependent control flow"
+
+
+@dataclass
+class Captured:
+    """The ONNXProgram and the places the capture baked at the example's values (empty when
+    torch's own capture succeeded)."""
+
+    program: Any
+    baked: list[dict[str, Any]] = field(default_factory=list)
+
+
+def export_program(
+    export: Callable[..., Any], model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None,
+    options: dict[str, Any], classify: Callable[[BaseException], str],
+    quiet: Callable[[], Any] = contextlib.nullcontext,
+) -> Captured:
+    """``export(model, args, kwargs=..., dynamo=True, **options)``; when it fails on a
+    data-dependent guard (``classify``), the draft capture's program exported the same way.
+    ``quiet()`` holds what the first attempt prints (a ``Capture``): replayed unless the draft
+    capture succeeds (torch's dump of the guard it stopped at is no news then)."""
+    held = quiet()
+    first: BaseException | None = None
+    try:
+        with held:
+            try:
+                return Captured(export(model, args, None, kwargs=kwargs, dynamo=True, **options))
+            except Exception as exc:
+                if not _draft_applies(model, exc, classify):
+                    raise
+                first = exc
+    finally:
+        if first is None:
+            _replay(held)
+    try:
+        program, baked = draft(model, args, kwargs, options.get("dynamic_shapes"), first)
+    except BaseException:
+        _replay(held)
+        raise
+    return Captured(export(program, args, None, kwargs=kwargs, dynamo=True, **options), baked)
+
+
+def _replay(held: Any) -> None:
+    replay = getattr(held, "replay", None)
+    if callable(replay):
+        replay()
+
+
+def _draft_applies(model: Any, exc: BaseException, classify: Callable[[BaseException], str]) -> bool:
+    import torch
+
+    return (classify(exc) == DATA_DEPENDENT and isinstance(model, torch.nn.Module)
+            and torch_internals.has_draft_capture())
+
+
+def draft(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, dynamic_shapes: Any,
+          first: BaseException) -> tuple[Any, list[dict[str, Any]]]:
+    """The draft-captured ``ExportedProgram`` and its baked places; ``first`` (torch.export's
+    own failure) is raised, with a note saying why, when the draft capture fails or specialised
+    more than guards."""
+    try:
+        program = torch_internals.draft_export(model, args, dict(kwargs or {}),
+                                               export_dims(dynamic_shapes))
+        failures = torch_internals.draft_failures(program)
+    except Exception as exc:
+        first.add_note(f"torch.export.draft_export failed too: {type(exc).__name__}: "
+                       f"{_first_line(exc)}")
+        raise first from None
+    others = sorted({kind for kind, _ in failures if kind != BAKED_KIND})
+    if others:
+        first.add_note("torch.export.draft_export captured the model only by more than baking "
+                       f"branches ({', '.join(others)}): not used")
+        raise first
+    return program, baked_places(failures)
+
+
+def baked_places(failures: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One ``{file, line, source, guard}`` per place a guard was specialised (first seen order)."""
+    names = torch_internals.interned_strings()
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for kind, data in failures:
+        if kind != BAKED_KIND:
+            continue
+        place = _place(data.get("user_stack") or [], names)
+        guard = f"{data.get('expr')} -> {data.get('result')}"
+        key = (place["file"], place["line"]) if place["file"] else (guard,)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({**place, "guard": guard})
+    return out
+
+
+def _place(stack: list[dict[str, Any]], names: dict[int, str]) -> dict[str, Any]:
+    """The innermost frame of model (or library) code in a draft report's user stack."""
+    frames = [(names.get(f.get("filename"), ""), f) for f in stack if isinstance(f, dict)]
+    model_frames = [(name, f) for name, f in frames if name and is_model_source(name)]
+    if not model_frames:
+        return {"file": None, "line": None, "source": ""}
+    name, frame = model_frames[-1]
+    line = int(frame.get("line") or 0)
+    source = str(frame.get("loc") or linecache.getline(name, line)).strip()
+    return {"file": name, "line": line, "source": source}
+
+
+def export_dims(dynamic_shapes: Any) -> Any:
+    """``dynamic_shapes`` with axis names (``{0: "batch"}``, which torch.onnx.export accepts) as
+    ``Dim.DYNAMIC``: what torch.export takes."""
+    import torch
+
+    if isinstance(dynamic_shapes, str):
+        return torch.export.Dim.DYNAMIC
+    if isinstance(dynamic_shapes, dict):
+        return {k: export_dims(v) for k, v in dynamic_shapes.items()}
+    if isinstance(dynamic_shapes, list):
+        return [export_dims(v) for v in dynamic_shapes]
+    if isinstance(dynamic_shapes, tuple):
+        return tuple(export_dims(v) for v in dynamic_shapes)
+    return dynamic_shapes
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0][:200] if lines else ""

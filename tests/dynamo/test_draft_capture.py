@@ -1,0 +1,161 @@
+"""Data-dependent branches on the torch.export route (issue 19 item 1).
+
+torch.export stops at a guard on tensor values; the route then captures with
+``torch.export.draft_export``, which keeps the branch the example took, as the TorchScript tracer
+did. Each baked place is in the ledger (``baked``: file, line, source), in one ONX003 warning at
+the call line, and in ``compat report``; onnxruntime matches eager at the example and at another
+size on the same branch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import baked_models  # tests/helpers
+import compat
+import route_parity as parity  # tests/helpers
+from compat.errors import ExportFailed
+from dynamo import capture, torch_internals
+
+#: the models issue 19 names: `if x.mean() > 0:`, torchvision's batched_nms idiom, Piper's VITS
+#: transforms assert, a duration-driven output length
+ISSUE_CASES = ("mean_gate", "batched_nms", "vits_assert", "duration_length")
+
+
+def _export(case: baked_models.Case, tmp_path, monkeypatch, route: str = "dynamo"):
+    """Export ``case`` through compat with a ledger; (ONNX path, record, ONX003 warnings, call line)."""
+    book, out = tmp_path / "ledger.jsonl", tmp_path / f"{case.name}.onnx"
+    monkeypatch.setenv("TORCH_ONNX_COMPAT_LEDGER", str(book))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        compat.export(case.make(), case.example(), str(out), route=route, input_names=case.names,
+                      dynamic_axes=case.axes)
+    (record,) = [json.loads(t) for t in book.read_text().splitlines()]
+    onx003 = [w for w in caught if getattr(w.message, "code", "") == "ONX003"]
+    return out, record, onx003, line
+
+
+def _matches_eager(case: baked_models.Case, path, inputs: tuple) -> None:
+    got = parity.run(parity.session(_load(path)), dict(zip(case.names, inputs)))
+    want = parity.eager(case.make(), inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def _load(path):
+    import onnx
+
+    return onnx.load(str(path))
+
+
+@pytest.mark.parametrize("name", ISSUE_CASES)
+def test_branch_is_baked_recorded_and_exact_on_its_branch(name, tmp_path, monkeypatch):
+    case = baked_models.BY_NAME[name]
+    out, record, onx003, line = _export(case, tmp_path, monkeypatch)
+    assert record["status"] == "ok" and record["route_taken"] == "dynamo"
+    # every place torch.export stopped at is in the ledger, with the model file, line and source
+    helpers_file = os.path.abspath(baked_models.__file__)
+    assert {b["source"] for b in record["baked"]} == set(case.baked)
+    source = open(helpers_file, encoding="utf-8").read().splitlines()
+    for place in record["baked"]:
+        assert place["file"] == helpers_file
+        assert source[place["line"] - 1].strip() == place["source"]
+        assert " -> " in place["guard"]  # what the example's values made of the guard
+    # one warning, at the call line, naming the places; its code is in the record
+    (warning,) = onx003
+    assert warning.filename == __file__ and warning.lineno == line
+    assert all(f"baked_models.py:{b['line']}" in str(warning.message) for b in record["baked"])
+    assert record["warnings"].count("ONX003") == 1
+    # the exported model is right at the example and at another size on the same branch
+    _matches_eager(case, out, case.example())
+    _matches_eager(case, out, case.same_branch())
+
+
+def test_other_branch_gets_the_examples_branch_like_the_tracer(tmp_path, monkeypatch):
+    case = baked_models.BY_NAME["mean_gate"]
+    out, record, _, _ = _export(case, tmp_path, monkeypatch)
+    (x,) = case.other_branch()
+    got = parity.run(parity.session(_load(out)), {"x": x})[0]
+    np.testing.assert_allclose(got, (x * 2).numpy())  # the example's branch, not eager's
+    assert not np.allclose(got, case.make()(x).numpy())
+
+
+def test_auto_prefers_the_torch_export_bake(tmp_path, monkeypatch):
+    """README "Data-dependent branches": in auto mode the torch.export route's draft capture
+    wins over the TorchScript fallback (measured in benchmarks/bench_baked.py)."""
+    case = baked_models.BY_NAME["gated_encoder"]
+    out, record, onx003, _ = _export(case, tmp_path, monkeypatch, route="auto")
+    assert record["route_taken"] == "dynamo" and record["fallback_reason"] is None
+    assert [b["source"] for b in record["baked"]] == case.baked and len(onx003) == 1
+    # where the TorchScript route bakes the example's batch and sequence into Reshape nodes
+    _matches_eager(case, out, case.same_branch())
+
+
+def test_report_lists_the_baked_places(tmp_path, monkeypatch):
+    case = baked_models.BY_NAME["batched_nms"]
+    _, record, _, _ = _export(case, tmp_path, monkeypatch)
+    book = str(tmp_path / "ledger.jsonl")
+    report = subprocess.run([sys.executable, "-m", "compat", "report", book, "--format", "json"],
+                            capture_output=True, text=True, timeout=600, check=True)
+    baked = json.loads(report.stdout)["baked"]
+    assert {(b["file"], b["line"], b["source"]) for b in baked} == {
+        (p["file"], p["line"], p["source"]) for p in record["baked"]}
+    assert all(b["route"] == "dynamo" and b["calls"] == 1 for b in baked)
+    markdown = subprocess.run([sys.executable, "-m", "compat", "report", book], capture_output=True,
+                              text=True, timeout=600, check=True).stdout
+    section = markdown.split("### Branches and values baked")[1].split("###")[0]
+    assert "`if boxes.numel() == 0:`" in section and "`if boxes.numel() > 4000:`" in section
+    page = subprocess.run([sys.executable, "-m", "compat", "report", book, "--format", "html"],
+                          capture_output=True, text=True, timeout=600, check=True).stdout
+    assert '<section id="baked">' in page and "if boxes.numel() == 0:" in page
+
+
+class BranchThenNumpy(torch.nn.Module):
+    """A branch on data whose taken side reads tensor values in numpy: draft_export cannot run
+    it on fake tensors."""
+
+    def forward(self, x):
+        if x.mean() > 0:
+            return x * float(x.detach().numpy().max())
+        return x - 1
+
+
+def test_failed_draft_capture_leaves_the_guard_failure_and_says_why(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ExportFailed) as err:
+            compat.export(BranchThenNumpy(), (torch.rand(2, 3),), str(tmp_path / "m.onnx"),
+                          route="dynamo")
+    failure = err.value.failures["dynamo"]
+    assert failure.reason == "data-dependent control flow"
+    assert "`if x.mean() > 0:`" in failure.where
+    assert any("draft_export failed too" in n for n in getattr(failure.cause, "__notes__", []))
+    assert os.listdir(tmp_path) == []
+
+
+def test_draft_trace_log_is_not_left_in_the_temp_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    case = baked_models.BY_NAME["mean_gate"]
+    program = torch_internals.draft_export(case.make(), case.example(), {}, None)
+    assert [kind for kind, _ in torch_internals.draft_failures(program)] == ["DATA_DEPENDENT_ERROR"]
+    logs = [f for _, _, files in os.walk(tmp_path) for f in files]
+    assert logs == []
+
+
+def test_axis_names_become_dims_for_draft_export():
+    dims = capture.export_dims({"x": {0: "batch", 1: torch.export.Dim.AUTO}, "y": [None, "t"]})
+    assert dims == {"x": {0: torch.export.Dim.DYNAMIC, 1: torch.export.Dim.AUTO},
+                    "y": [None, torch.export.Dim.DYNAMIC]}
