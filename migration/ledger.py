@@ -26,8 +26,11 @@ def _parts(path: str) -> tuple[str, ...]:
 
 def shim_only(record: dict) -> list[str]:
     """What the shim did on a successful torch.export-route record that plain torch cannot: the
-    transformers cache registration (dynamo/hf_caches.py) and an ONX002 opset it could not reach."""
+    transformers cache registration (dynamo/hf_caches.py), an ONX002 opset it could not reach and
+    a draft capture that baked data-dependent branches (``baked``)."""
     out = []
+    if record.get("baked"):  # torch.onnx.export(dynamo=True) stops at these data-dependent guards
+        out.append("the shim baked data-dependent branches with torch.export.draft_export")
     for t in record.get("translations") or ():
         if not isinstance(t, dict) or not isinstance(t.get("action"), str):
             continue

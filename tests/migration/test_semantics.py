@@ -453,7 +453,11 @@ OPSET_RECORD = {"route_taken": "dynamo", "translations": [
      "action": "11: no route could export at opset 11; written at opset 18 by the torch.export route"}]}
 
 
-@pytest.mark.parametrize("record", [CACHE_RECORD, OPSET_RECORD])
+BAKED_RECORD = {"route_taken": "dynamo", "translations": [], "baked": [
+    {"file": "/src/model.py", "line": 7, "source": "if x.mean() > 0:", "guard": "Eq(u0, 1) -> True"}]}
+
+
+@pytest.mark.parametrize("record", [CACHE_RECORD, OPSET_RECORD, BAKED_RECORD])
 def test_shim_only_translation_routes_the_call_through_compat(record) -> None:
     out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', opset_version=11, input_names=['x'], "
               "dynamic_axes={'x': {0: 'b'}})\n", {4: record})
