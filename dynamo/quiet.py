@@ -53,6 +53,29 @@ def blocking_line(exc: BaseException) -> tuple[str, int, str] | None:
     return None
 
 
+#: the operator torch or onnxscript names where a conversion, translation or graph pass failed
+_OPERATOR_PATTERNS = (
+    # an FX node torch was executing or translating: "... call_function[target=torch.ops.aten.view.default](..."
+    (re.compile(r"call_function\[target=torch\.ops\.(?P<op>[\w.]+)\]"), "{op}"),
+    # "No ONNX function found for <OpOverload(op='aten.foo', overload='default')>"
+    (re.compile(r"<OpOverload\(op='(?P<op>[\w.]+)', overload='(?P<overload>\w+)'\)>"), "{op}.{overload}"),
+    # an ONNX node an onnx_ir/onnxscript pass failed on: "for node 'node_split' (::SplitToSequence)"
+    (re.compile(r"for node '(?P<node>[^']+)' \((?P<domain>[\w.]*)::(?P<op>\w+)\)"), "{op} node {node}"),
+)
+
+
+def failing_operator(exc: BaseException) -> str | None:
+    """The operator a conversion, translation or ONNX graph pass failed on (``aten.view.default``,
+    ``SplitToSequence node node_split``), from torch's exception chain, innermost first."""
+    for err in reversed(_chain(exc)):
+        text = str(err)
+        for pattern, form in _OPERATOR_PATTERNS:
+            found = pattern.search(text)
+            if found:
+                return form.format(**found.groupdict())
+    return None
+
+
 def describe_block(reason: str, exc: BaseException) -> str | None:
     """Where capture stopped and what to do: ``c.py:7 `if x.mean() > 0` (fix ...)``; None when
     torch's exception names no model line."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -96,7 +97,7 @@ def export(req: ExportRequest) -> Outcome:
         capture.replay()
         raise
     except Exception as exc:
-        failed = RouteFailed(ROUTE, classify(exc), exc)
+        failed = RouteFailed(ROUTE, with_operator(classify(exc), exc), exc)
         failed.where = quiet.describe_block(failed.reason, exc)
         failed.log = capture.log(exc)
         raise failed from exc
@@ -127,11 +128,29 @@ def classify(exc: BaseException) -> str:
         ("Constraints violated", "dynamic shape constraints violated"),
         ("No ONNX function found", "operator without ONNX translation"),
         ("ConversionError", "ONNX conversion error"),
+        ("PassError", "ONNX graph pass error"),
         ("Unsupported", "unsupported construct"),
     ):
         if needle in text:
             return reason
-    return f"torch.export failed ({type(exc).__name__})"
+    # torch's "Exception summary" names the root cause (<class 'NotImplementedError'>: ...)
+    summary = re.search(r"<class '(?:[\w.]*\.)?(\w+)'>:", text)
+    return f"torch.export failed ({summary.group(1) if summary else type(exc).__name__})"
 
 
-__all__ = ["Translation", "classify", "export"]
+#: reason classes whose failure sits on one operator (the ledger's reason names it)
+_OPERATOR_REASONS = ("ONNX conversion error", "ONNX graph pass error", "operator without ONNX translation")
+
+
+def with_operator(reason: str, exc: BaseException) -> str:
+    """``reason`` with the operator it failed on, for conversion, translation and graph-pass
+    failures: ``ONNX conversion error in aten.view.default``."""
+    from . import quiet
+
+    if reason not in _OPERATOR_REASONS:
+        return reason
+    op = quiet.failing_operator(exc)
+    return f"{reason} in {op}" if op else reason
+
+
+__all__ = ["Translation", "classify", "export", "with_operator"]
