@@ -1,5 +1,5 @@
-"""Route memory, on CNNs whose data-dependent branch makes torch.export fail (so ``compat.export``
-falls back to the TorchScript route), alternating in one process (order reversed every other
+"""Route memory, on CNNs that torch.export cannot capture (so ``compat.export`` falls back to the
+TorchScript route), alternating in one process (order reversed every other
 round); ratios of medians:
 
 * numerator ``compat.export()`` with the fallback remembered (route memory in a private folder,
@@ -31,7 +31,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 
     x = (torch.randn(2, 3, 32, 32),)
     axes = {"input_names": ["x"], "dynamic_axes": {"x": {0: "batch"}}}
-    models = {"6-block CNN": convnet(6, data_dependent=True), "1-block CNN": convnet(1, 8, data_dependent=True)}
+    models = {"6-block CNN": convnet(6, torchscript_only=True), "1-block CNN": convnet(1, 8, torchscript_only=True)}
     rows, details, written = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp, quiet():
         a, b = str(Path(tmp) / "torch.onnx"), str(Path(tmp) / "compat.onnx")

@@ -1,7 +1,8 @@
-"""A model with Python control flow on a tensor value: torch.export cannot capture it.
+"""A model with Python control flow on a tensor value: torch.export stops at it.
 
-Old scripts exported it with the tracer (one branch). Under compat the auto route falls back to
-the TorchScript exporter and records why.
+Old scripts exported it with the tracer (one branch, a TracerWarning). Under compat the torch.export
+route captures it with torch.export.draft_export, which keeps the branch the example takes, and
+says so: an ONX003 warning at the call, the line in the ledger's `baked`.
 """
 import os
 import sys
@@ -17,7 +18,7 @@ class Gate(nn.Module):
 
     def forward(self, x):
         h = self.proj(x)
-        if h.sum() > 0:  # data-dependent: torch.export raises, the tracer keeps this branch
+        if h.sum() > 0:  # data-dependent: the export keeps the branch the example takes
             return torch.tanh(h)
         return torch.sigmoid(h)
 

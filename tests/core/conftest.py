@@ -61,7 +61,8 @@ class SmallNet(torch.nn.Module):
 
 
 class DataDependent(torch.nn.Module):
-    """Python `if` on a tensor value: torch.export cannot capture it."""
+    """Python `if` on a tensor value: torch.export stops at it, the torch.export route's draft
+    capture bakes the example's branch (as the TorchScript tracer does)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -74,6 +75,22 @@ class DataDependent(torch.nn.Module):
         if h.sum() > 0:
             return torch.tanh(h)
         return torch.sigmoid(h)
+
+
+class TorchScriptOnly(torch.nn.Module):
+    """Exports on the TorchScript route only: its forward refuses torch.export's capture (a
+    stand-in for whatever torch.export cannot capture), so auto falls back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        with torch.no_grad():
+            self.fc.bias.fill_(2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.compiler.is_exporting():
+            raise NotImplementedError("this model is captured by the TorchScript tracer only")
+        return torch.tanh(self.fc(x))
 
 
 class Unexportable(torch.nn.Module):
@@ -105,6 +122,7 @@ def small_net() -> SmallNet:
 class Models:
     SmallNet = SmallNet
     DataDependent = DataDependent
+    TorchScriptOnly = TorchScriptOnly
     Unexportable = Unexportable
     WithKwargs = WithKwargs
 

@@ -82,15 +82,27 @@ def test_trailing_dict_in_args_is_keyword_inputs(models, parity, tmp_path):
     np.testing.assert_allclose(got, m(x, scale=s).detach().numpy(), atol=1e-5)
 
 
-def test_auto_falls_back_on_data_dependent_control_flow(models, parity, tmp_path):
+def test_auto_bakes_data_dependent_control_flow_on_torch_export(models, parity, tmp_path):
     torch.manual_seed(0)
     m = models.DataDependent().eval()
     x = torch.rand(2, 4)
     target = tmp_path / "dd.onnx"
+    with pytest.warns(compat.LegacyExportWarning, match="ONX003 branch baked"):
+        ret = compat.export(m, (x,), target, input_names=["x"])
+    out = compat.last_outcome()
+    assert ret is not None and out.route == "dynamo" and out.fallback_reason is None
+    assert [b["source"] for b in out.baked] == ["if h.sum() > 0:"] and "ONX003" in out.warnings
+    parity.check(target, m, [x], ["x"])
+
+
+def test_auto_falls_back_when_torch_export_cannot_capture(models, parity, tmp_path):
+    m = models.TorchScriptOnly().eval()
+    x = torch.rand(2, 4)
+    target = tmp_path / "ts.onnx"
     ret = compat.export(m, (x,), target, input_names=["x"])
     out = compat.last_outcome()
     assert ret is None and out.route == "legacy"
-    assert out.fallback_reason and "data-dependent" in out.fallback_reason
+    assert out.fallback_reason.startswith("dynamo: torch.export failed (NotImplementedError) at ")
     parity.check(target, m, [x], ["x"])
 
 
@@ -195,7 +207,7 @@ def test_fallback_keeps_dynamic_shapes_as_dynamic_axes(models, parity, tmp_path)
     dynamic axes on the TorchScript route, named after the Dims."""
     from torch.export import Dim
 
-    m = models.DataDependent().eval()
+    m = models.TorchScriptOnly().eval()
     target = tmp_path / "dd.onnx"
     compat.export(m, (torch.rand(2, 4),), target, dynamic_shapes={"x": {0: Dim("batch")}})
     out = compat.last_outcome()

@@ -102,13 +102,16 @@ def test_torch_1x_script_runs_unchanged(tmp_path):
 
 
 @pytest.mark.slow
-def test_untraceable_model_script_falls_back(tmp_path):
+def test_data_dependent_branch_script_is_baked_on_torch_export(tmp_path):
     book = tmp_path / "ledger.jsonl"
     out = run(["--ledger", str(book), str(EXAMPLES / "control_flow_export.py"), str(tmp_path)], cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     rec = _ledger(book)[-1]
-    assert rec["route_taken"] == "legacy" and "data-dependent" in rec["fallback_reason"]
-    assert "route=legacy" in out.stderr  # the exit summary says what happened
+    assert rec["route_taken"] == "dynamo" and rec["fallback_reason"] is None
+    (baked,) = rec["baked"]
+    assert baked["file"].endswith("control_flow_export.py") and baked["source"].startswith("if h.sum() > 0:")
+    assert "ONX003" in rec["warnings"] and "ONX003 branch baked" in out.stderr
+    assert "route=dynamo" in out.stderr  # the exit summary says what happened
     ns = _example_namespace("control_flow_export.py")
     torch.manual_seed(1)
     model = ns["Gate"]().eval()

@@ -32,5 +32,9 @@ def test_auto_uses_only_torch_export(no_torchscript, small_net, parity, tmp_path
     assert compat.last_outcome().route == "dynamo"
     parity.check(tmp_path / "m.onnx", small_net, [x], ["x"])
     with pytest.raises(ExportFailed) as err:
-        compat.export(models.DataDependent().eval(), (torch.rand(2, 4),), tmp_path / "d.onnx")
+        compat.export(models.TorchScriptOnly().eval(), (torch.rand(2, 4),), tmp_path / "t.onnx")
     assert list(err.value.failures) == ["dynamo"]
+    # a data-dependent branch needs no TorchScript exporter: the torch.export route bakes it
+    with pytest.warns(compat.LegacyExportWarning, match="ONX003"):
+        compat.export(models.DataDependent().eval(), (torch.rand(2, 4),), tmp_path / "d.onnx")
+    assert compat.last_outcome().route == "dynamo" and compat.last_outcome().baked

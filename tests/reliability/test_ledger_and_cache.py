@@ -21,8 +21,9 @@ from compat.errors import CompatValueError
 X = (torch.randn(2, 4),)
 
 
-class DataDependent(torch.nn.Module):
-    """torch.export cannot capture the branch: auto falls back to the TorchScript route."""
+class TorchScriptOnly(torch.nn.Module):
+    """Refuses torch.export's capture (a stand-in for what it cannot capture): auto falls back to
+    the TorchScript route."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -30,8 +31,9 @@ class DataDependent(torch.nn.Module):
         self.fc = torch.nn.Linear(4, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.fc(x)
-        return torch.tanh(h) if h.sum() > 0 else torch.sigmoid(h)
+        if torch.compiler.is_exporting():
+            raise NotImplementedError("captured by the TorchScript tracer only")
+        return torch.tanh(self.fc(x))
 
 
 class Broken(torch.nn.Module):
@@ -139,7 +141,7 @@ def test_disk_full_ledger_warns_and_never_masks_the_export(tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "socket-like-garbage"])
 def test_non_regular_route_memory_entry_never_hangs(tmp_path, kind):
-    model = DataDependent().eval()
+    model = TorchScriptOnly().eval()
     x = torch.rand(2, 4)
     req = normalize.normalize(model, (x,), tmp_path / "m.onnx", input_names=["x"])
     path = route_memory.entry_path(req)
@@ -161,7 +163,7 @@ def test_non_regular_route_memory_entry_never_hangs(tmp_path, kind):
 
 
 def test_auto_export_with_a_fifo_in_the_cache_falls_back_and_remembers(tmp_path):
-    model = DataDependent().eval()
+    model = TorchScriptOnly().eval()
     x = torch.rand(2, 4)
     req = normalize.normalize(model, (x,), tmp_path / "m.onnx", input_names=["x"])
     path = route_memory.entry_path(req)

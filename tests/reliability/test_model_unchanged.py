@@ -88,11 +88,22 @@ class MutatesThenFails(CountsInEval):
 
 
 class MutatesWithBranch(CountsInEval):
-    """torch.export cannot capture the branch: auto falls back to the TorchScript route."""
+    """Changes state, then branches on a tensor value: torch.export stops at the branch, the
+    torch.export route's draft capture bakes it (running forward on the example's values)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = super().forward(x)
-        return torch.tanh(y) if y.sum() > 0 else torch.sigmoid(y)
+        return torch.tanh(y) if y.abs().sum() > 0 else torch.sigmoid(y)  # clear of the threshold
+
+
+class MutatesThenRefused(CountsInEval):
+    """Changes state, then refuses torch.export's capture: auto falls back to the TorchScript route."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = super().forward(x)
+        if torch.compiler.is_exporting():
+            raise NotImplementedError("captured by the TorchScript tracer only")
+        return torch.tanh(y)
 
 
 def _state(model: torch.nn.Module) -> dict[str, tuple[int, torch.Tensor, int]]:
@@ -167,7 +178,7 @@ def test_torch_export_route_leaves_the_model_as_it_was(tmp_path, cls):
 
 
 def test_fallback_from_torch_export_leaves_the_model_as_it_was(tmp_path):
-    model = MutatesWithBranch().eval()
+    model = MutatesThenRefused().eval()
     before = _state(model)
     theirs = _torch_export(model, dynamo=False)
     with warnings.catch_warnings():
@@ -176,6 +187,19 @@ def test_fallback_from_torch_export_leaves_the_model_as_it_was(tmp_path):
     assert compat.last_outcome().route == "legacy"
     _assert_unchanged(model, before)
     _same_outputs(tmp_path / "m.onnx", theirs)
+
+
+def test_draft_capture_of_a_branch_leaves_the_model_as_it_was(tmp_path):
+    model = MutatesWithBranch().eval()
+    before = _state(model)
+    with torch.no_grad():
+        want = copy.deepcopy(model)(X).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(model, (X,), tmp_path / "m.onnx", input_names=["x"])
+    assert compat.last_outcome().route == "dynamo" and compat.last_outcome().baked
+    _assert_unchanged(model, before)
+    np.testing.assert_allclose(run_onnx(tmp_path / "m.onnx", {"x": X.numpy()})[0], want, atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.parametrize("route", ["legacy", "auto"])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 
 
-class DataDependent(torch.nn.Module):
-    """Python control flow on a tensor value: torch.export fails, the TorchScript tracer exports."""
+class TorchScriptOnly(torch.nn.Module):
+    """Refuses torch.export's capture (a stand-in for what torch.export cannot capture): auto falls
+    back to the TorchScript tracer, which exports it."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -14,9 +15,9 @@ class DataDependent(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.lin(x)
-        if y.sum() > 0:
-            return y * 2
-        return y - 1
+        if torch.compiler.is_exporting():
+            raise NotImplementedError("captured by the TorchScript tracer only")
+        return y * 2
 
 
 def mlp() -> torch.nn.Module:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from scale_models import DataDependent, mlp
+from scale_models import TorchScriptOnly, mlp
 
 import compat
 from compat.records import ledger
@@ -36,19 +36,19 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         mp.setenv("TORCH_ONNX_COMPAT_CACHE_DIR", str(tmp / "cache"))  # shared by both shards
         mp.delenv("TORCH_ONNX_COMPAT_ROUTE", raising=False)
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(a))
-        _export(DataDependent(), (torch.randn(2, 3),), tmp / "dd.onnx")  # fallback: torch.export fails
+        _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "dd.onnx")  # fallback: torch.export fails
         _export(mlp(), (x,), tmp / "mlp.onnx", route="legacy", input_names=["x"], dynamic_axes={"x": [0]})
         _export(mlp(), (x,), tmp / "mlp2.onnx")  # torch.export route
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(b))
-        _export(DataDependent(), (torch.randn(2, 3),), tmp / "dd.onnx")  # remembered fallback
+        _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "dd.onnx")  # remembered fallback
         _export(mlp(), (x,), tmp / "aten.onnx", operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK)
         with pytest.raises(compat.ExportFailed):
-            _export(DataDependent(), (torch.randn(2, 3),), tmp / "never.onnx", route="dynamo")
+            _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "never.onnx", route="dynamo")
     # a record as `compat run --compare` writes it: the call's record plus the parity summary
     (last_ok,) = [r for r in ledger.read([a]) if r["route_taken"] == "dynamo"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        parity = compare(DataDependent(), (torch.randn(2, 3),), latency_runs=0).summary()
+        parity = compare(TorchScriptOnly(), (torch.randn(2, 3),), latency_runs=0).summary()
     ledger.append(b, {**last_ok, "call_site": "train.py:9", "parity": parity})
     return a, b
 
@@ -61,11 +61,11 @@ def test_report_merges_shards(shards: tuple[Path, Path]) -> None:
     fb = data["fallbacks"]
     assert fb["calls"] == 3
     groups = {g["reason"]: g for g in fb["by_reason"]}
-    assert set(groups) == {"data-dependent control flow", "option only the TorchScript exporter honours (ONX103)"}
-    dd = groups["data-dependent control flow"]
+    assert set(groups) == {"torch.export failed (NotImplementedError)", "option only the TorchScript exporter honours (ONX103)"}
+    dd = groups["torch.export failed (NotImplementedError)"]
     # records name the blocking model line; the report still groups by the reason class
     raw = [str(r.get("fallback_reason")) for r in ledger.read(shards)]
-    assert any(r.startswith("dynamo: data-dependent control flow at scale_models.py:") for r in raw)
+    assert any(r.startswith("dynamo: torch.export failed (NotImplementedError) at scale_models.py:") for r in raw)
     assert (dd["calls"], dd["remembered"], len(dd["call_sites"])) == (2, 1, 1)
     assert groups["option only the TorchScript exporter honours (ONX103)"]["calls"] == 1
     sites = {s["call_site"].rsplit(":", 1)[0]: s for s in data["legacy_call_sites"]}
@@ -73,7 +73,7 @@ def test_report_merges_shards(shards: tuple[Path, Path]) -> None:
     (site,) = data["legacy_call_sites"]  # every call goes through _export's one line
     assert site["calls"] == 4 and len(site["models"]) == 2
     reasons = {r for s in data["legacy_call_sites"] for r in s["reasons"]}
-    assert "data-dependent control flow" in reasons
+    assert "torch.export failed (NotImplementedError)" in reasons
     assert any("'legacy' requested" in r for r in reasons)
     usages = {u["code"]: u for u in data["legacy_usages"]}
     assert usages["ONX101"]["calls"] == 1 and usages["ONX103"]["calls"] == 1
@@ -95,7 +95,7 @@ def test_cli_markdown_and_json(shards: tuple[Path, Path], tmp_path: Path) -> Non
     out = md.stdout
     assert "## torch.onnx export migration report" in out
     assert "7 export call(s) from 2 ledger(s)" in out
-    assert "| data-dependent control flow | 2 | 1 |" in out
+    assert "| torch.export failed (NotImplementedError) | 2 | 1 |" in out
     assert "| ONX103 |" in out and "one-route-only: 1" in out
     js = subprocess.run([sys.executable, "-c", probe, "report", "--format", "json", *map(str, shards)],
                         capture_output=True, text=True, env=env, timeout=600, check=False)

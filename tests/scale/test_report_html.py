@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from scale_models import DataDependent, mlp
+from scale_models import TorchScriptOnly, mlp
 
 import compat
 from compat.records import ledger
@@ -44,22 +44,22 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         mp.setenv("TORCH_ONNX_COMPAT_CACHE_DIR", str(tmp / "cache"))
         mp.delenv("TORCH_ONNX_COMPAT_ROUTE", raising=False)
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(paths[0]))
-        _export(DataDependent(), (torch.randn(2, 3),), tmp / "dd.onnx")  # fallback
+        _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "dd.onnx")  # fallback
         _export(mlp(), (x,), tmp / "a.onnx", route="legacy", input_names=["x"], dynamic_axes={"x": [0]})
         _export(mlp(), (x,), tmp / "aten.onnx",
                 operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK)
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(paths[1]))
-        _export(DataDependent(), (torch.randn(2, 3),), tmp / "dd.onnx")  # remembered fallback
+        _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "dd.onnx")  # remembered fallback
         _export(mlp(), (x,), tmp / "b.onnx", input_names=["x"], dynamic_axes={"x": {0: "batch"}})
         with pytest.raises(compat.ExportFailed):
-            _export(DataDependent(), (torch.randn(2, 3),), tmp / "never.onnx", route="dynamo")
+            _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "never.onnx", route="dynamo")
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(paths[2]))
         _export(mlp(), (x,), tmp / "c.onnx", input_names=["x"], dynamic_axes={"x": {0: "batch"}})
         _export(mlp(), (x,), tmp / "d.onnx", dynamo=True)
     (last,) = [r for r in ledger.read([paths[2]]) if r.get("warnings")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        parity = compare(DataDependent(), (torch.randn(2, 3),), latency_runs=0).summary()
+        parity = compare(TorchScriptOnly(), (torch.randn(2, 3),), latency_runs=0).summary()
     ledger.append(paths[2], {**last, "call_site": "train.py:9", "parity": parity})
     return paths
 
@@ -83,7 +83,7 @@ def test_page_is_self_contained(runs: list[Path], tmp_path: Path) -> None:
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     data = report.build(ledger.read(runs), [str(p) for p in runs])
     assert data["calls"] == 9 and data["by_route"] == {"legacy": 4, "dynamo": 4, "failed": 1}
-    (dd,) = [g for g in data["fallbacks"]["by_reason"] if g["reason"] == "data-dependent control flow"]
+    (dd,) = [g for g in data["fallbacks"]["by_reason"] if g["reason"] == "torch.export failed (NotImplementedError)"]
     assert dd["calls"] == 2 and dd["model_lines"] and dd["model_lines"][0].startswith("scale_models.py:")
     codes = {t["code"] for t in data["translations"]}
     assert "ONX101" in codes
@@ -143,15 +143,16 @@ def test_rendered_page_text_and_bars(runs: list[Path], tmp_path: Path) -> None:
     assert "9 export call(s) from 3 ledger(s)" in text
     for heading in ("Route shares", "Progress across runs", "Fallbacks to the TorchScript route, by cause",
                     "Call sites still on the TorchScript route", "Warnings and translations per code",
-                    "Parity of the two routes", "Failed exports"):
+                    "Branches and values baked at the example's values", "Parity of the two routes",
+                    "Failed exports"):
         assert heading in text, heading
-    assert "data-dependent control flow" in text and "one-route-only" in text
+    assert "torch.export failed (NotImplementedError)" in text and "one-route-only" in text
 
     def bars(chart: str) -> dict[str, int]:
         return {b["data-label"]: int(b["data-value"]) for b in dom.bars if b["data-chart"] == chart}
 
     assert bars("routes") == {"torch.export (dynamo)": 4, "TorchScript (legacy)": 4, "failed (failed)": 1}
-    assert bars("fallbacks") == {"data-dependent control flow": 2,
+    assert bars("fallbacks") == {"torch.export failed (NotImplementedError)": 2,
                                  "option only the TorchScript exporter honours (ONX103)": 1}
     assert bars("parity") == {"one-route-only": 1}
     assert bars("warnings")["ONX101 `dynamic_axes=`"] == 4

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from scale_models import DataDependent
+from scale_models import TorchScriptOnly
 
 import compat
 from compat.records import ledger
@@ -24,7 +24,7 @@ AXES = {"input_names": ["x"], "dynamic_axes": {"x": {0: "batch"}}}
 
 
 def _export(tmp_path: Path, batch: int = 2, features: int = 3, **options):
-    model = DataDependent() if features == 3 else torch.nn.Sequential(DataDependent())
+    model = TorchScriptOnly() if features == 3 else torch.nn.Sequential(TorchScriptOnly())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         compat.export(model, (torch.randn(batch, features),), str(tmp_path / "m.onnx"), **{**AXES, **options})
@@ -32,24 +32,24 @@ def _export(tmp_path: Path, batch: int = 2, features: int = 3, **options):
 
 
 def _request(batch: int = 2, **options):
-    return normalize.normalize(DataDependent(), (torch.randn(batch, 3),), None, **{**AXES, **options})
+    return normalize.normalize(TorchScriptOnly(), (torch.randn(batch, 3),), None, **{**AXES, **options})
 
 
 def test_fallback_is_remembered_and_reused(tmp_path: Path, isolated_cache: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     first = _export(tmp_path)
     assert first.route == "legacy"
-    assert first.fallback_reason.startswith("dynamo: data-dependent control flow at scale_models.py:")
+    assert first.fallback_reason.startswith("dynamo: torch.export failed (NotImplementedError) at scale_models.py:")
     entries = list((isolated_cache / route_memory.SUBDIR).glob("*.json"))
     assert len(entries) == 1
-    assert json.loads(entries[0].read_text())["reason"] == "data-dependent control flow"
+    assert json.loads(entries[0].read_text())["reason"] == "torch.export failed (NotImplementedError)"
 
     log = tmp_path / "ledger.jsonl"
     monkeypatch.setenv("TORCH_ONNX_COMPAT_LEDGER", str(log))
     # another size along the dynamic axis is the same key
     second = _export(tmp_path, batch=5)
     assert second.route == "legacy"
-    assert second.fallback_reason == "remembered fallback: data-dependent control flow"
+    assert second.fallback_reason == "remembered fallback: torch.export failed (NotImplementedError)"
     (rec,) = ledger.read([log])
     assert rec["route_requested"] == "auto" and rec["route_taken"] == "legacy"
     # the remembered fallback skips the torch.export attempt: no failed attempt is logged (this
@@ -62,9 +62,9 @@ def test_key_covers_signature_and_options(tmp_path: Path) -> None:
     route_memory.remember(_request(), "data-dependent control flow")
     assert route_memory.lookup(_request(batch=7)) == "data-dependent control flow"  # dynamic axis
     assert route_memory.lookup(_request(opset_version=17)) is None  # another option
-    other_shape = normalize.normalize(DataDependent(), (torch.randn(2, 3, 1),), None, **AXES)
+    other_shape = normalize.normalize(TorchScriptOnly(), (torch.randn(2, 3, 1),), None, **AXES)
     assert route_memory.lookup(other_shape) is None  # a static axis changed
-    no_axes = normalize.normalize(DataDependent(), (torch.randn(2, 3),), None)
+    no_axes = normalize.normalize(TorchScriptOnly(), (torch.randn(2, 3),), None)
     assert route_memory.lookup(no_axes) is None  # batch no longer wildcarded
     # an explicit route never consults or writes the memory
     assert _export(tmp_path, route="legacy").fallback_reason is None
@@ -90,9 +90,9 @@ def test_corrupt_entry_warns_and_export_still_works(tmp_path: Path) -> None:
     with pytest.warns(RouteMemoryWarning, match="corrupt"):
         outcome = _export(tmp_path)
     assert outcome.route == "legacy"
-    assert outcome.fallback_reason.startswith("dynamo: data-dependent control flow at scale_models.py:")
+    assert outcome.fallback_reason.startswith("dynamo: torch.export failed (NotImplementedError) at scale_models.py:")
     # the fallback rewrote the entry: the next call is a clean hit
-    assert route_memory.lookup(req) == "data-dependent control flow"
+    assert route_memory.lookup(req) == "torch.export failed (NotImplementedError)"
     path.write_text(json.dumps({"schema": 1, "key": "someone-else", "reason": 3}))
     with pytest.warns(RouteMemoryWarning, match="corrupt"):
         assert route_memory.lookup(req) is None
@@ -130,13 +130,13 @@ import torch
 from compat.records import ledger
 from compat.request import normalize
 from compat.routing import route_memory
-from scale_models import DataDependent
+from scale_models import TorchScriptOnly
 me, rounds, log = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 warnings.simplefilter("error", route_memory.RouteMemoryWarning)
 for i in range(rounds):
     # shared keys (every writer hits the same files) and own keys
     for features in (i % 4 + 1, 100 + me * 1000 + i):
-        req = normalize.normalize(DataDependent(), (torch.randn(2, features),), None,
+        req = normalize.normalize(TorchScriptOnly(), (torch.randn(2, features),), None,
                                   input_names=["x"], dynamic_axes={"x": {0: "batch"}})
         route_memory.remember(req, f"reason-{features}")
         got = route_memory.lookup(req)
@@ -164,7 +164,7 @@ def test_parallel_writers(tmp_path: Path, isolated_cache: Path) -> None:
         entry = json.loads(f.read_text())
         assert entry["key"] == f.stem and entry["reason"].startswith("reason-")
     for features in (1, 2, 3, 4, 100 + 3 * 1000 + rounds - 1):
-        req = normalize.normalize(DataDependent(), (torch.randn(9, features),), None, **AXES)
+        req = normalize.normalize(TorchScriptOnly(), (torch.randn(9, features),), None, **AXES)
         assert route_memory.lookup(req) == f"reason-{features}"
     lines = log.read_text().splitlines()
     assert len(lines) == writers * rounds
