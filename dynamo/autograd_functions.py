@@ -51,6 +51,39 @@ def functions_with_symbolic() -> list[type]:
     return [c for c in _all_subclasses(torch.autograd.Function) if _symbolic_of(c) is not None]
 
 
+#: a size the fake kernel allocates as data-dependent
+DYNAMIC = object()
+
+
+def _with_dynamic_sizes(outs: list[torch.Tensor], shapes: list[list[Any]]) -> list[torch.Tensor]:
+    """Fake outputs of ``shapes``: each data-dependent size (``DYNAMIC`` or holding an unbacked
+    symbol) a fresh unbacked size, one per distinct size (two outputs of ``k`` rows share it)."""
+    fresh: dict[Any, Any] = {}
+    result = []
+    for out, shape in zip(outs, shapes):
+        dims = []
+        for i, d in enumerate(shape):
+            if d is DYNAMIC:
+                dims.append(torch_internals.new_dynamic_size())  # unrelated to any other size
+            elif isinstance(d, torch.SymInt) and torch_internals.has_unbacked_symbols([d]):
+                key = str(torch_internals.symint_expr(d))
+                dims.append(fresh[key] if key in fresh else fresh.setdefault(key, torch_internals.new_dynamic_size()))
+            else:
+                dims.append(d)
+        result.append(out.new_empty(dims))
+    return result
+
+
+def _zeros(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+    return torch.zeros(shape, dtype=dtype)
+
+
+def _random(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.rand(shape, dtype=dtype)
+    return torch.randint(0, 2, shape).to(dtype)
+
+
 class _Ctx:
     """Stand-in for the autograd ctx when forward runs outside autograd."""
 
@@ -102,6 +135,8 @@ class Session:
     calls: dict[int, Call] = field(default_factory=dict)
     applied: set[type] = field(default_factory=set)  # Functions called during capture
     translated: set[type] = field(default_factory=set)  # ... whose symbolic then ran
+    #: Functions whose fake kernel allocated data-dependent sizes, and how it found their shapes
+    sized: dict[type, str] = field(default_factory=dict)
     lib: Any = None
     op: Any = None
 
@@ -125,19 +160,14 @@ class Session:
         """A call the session could not take over (the check after export reports it)."""
         self.applied.add(cls)
 
-    def _forward(self, tensors: list[torch.Tensor], call_id: int) -> list[torch.Tensor]:
-        call = self.calls[call_id]
+    def _run(self, call: Call, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The Function's own forward on ``tensors`` (real or fake), outside autograd."""
         args = call.rebuild(list(tensors))
         cls = call.cls
         outer, _ACTIVE.session = getattr(_ACTIVE, "session", None), None  # nested Functions: traced
         try:
             with torch.no_grad():
                 out = cls.forward(*args) if _uses_setup_context(cls) else cls.forward(_Ctx(len(args)), *args)
-        except Exception as exc:
-            if type(exc).__name__ in _DATA_DEPENDENT:
-                self._data_dependent(cls, exc)
-            self.check_fake_failure(cls, exc)
-            raise
         finally:
             _ACTIVE.session = outer
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -145,10 +175,74 @@ class Session:
             raise TypeError(f"{cls.__qualname__}.forward returned non-tensor outputs")
         call.single = not isinstance(out, (tuple, list))
         call.n_outputs = len(outs)
-        if torch_internals.has_unbacked_symbols(outs):
-            self._data_dependent(cls, None)
+        return outs
+
+    def _forward(self, tensors: list[torch.Tensor], call_id: int) -> list[torch.Tensor]:
+        """The op's kernel on real tensors."""
+        outs = self._run(self.calls[call_id], tensors)
         # an op's outputs may not alias its inputs
         return [o.clone() if torch_internals.is_view(o) or any(o is t for t in tensors) else o for o in outs]
+
+    def _fake(self, tensors: list[torch.Tensor], call_id: int) -> list[torch.Tensor]:
+        """The op's fake kernel: the forward's output shapes, each data-dependent size a fresh
+        unbacked one (``ctx.new_dynamic_size()``), so the node keeps a dynamic dimension. A
+        forward that cannot run on fake tensors because of its data (a branch on a value, a
+        ``nonzero`` it then guards on) gets its shapes from two runs on synthetic inputs."""
+        call = self.calls[call_id]
+        try:
+            with torch_internals.fresh_unbacked_ignored(list(tensors)):
+                outs = self._run(call, tensors)
+            shapes: list[list[Any]] = [list(o.shape) for o in outs]
+        except Exception as exc:
+            if type(exc).__name__ not in _DATA_DEPENDENT:
+                self.check_fake_failure(call.cls, exc)
+                raise
+            outs, shapes = self._shapes_from_real_runs(call, list(tensors), exc)
+            self.sized[call.cls] = "output shapes from its forward on synthetic inputs (it branches on values)"
+        fakes = _with_dynamic_sizes(outs, shapes)
+        if torch_internals.has_unbacked_symbols(fakes):
+            self.sized.setdefault(call.cls, "a data-dependent output size, exported as a dynamic dimension")
+        return fakes
+
+    def describe(self, cls: type) -> str:
+        """What became of the Function (the ledger's ONX302 translation)."""
+        detail = self.sized.get(cls)
+        return "became an opaque op translated by its own symbolic" + (f"; {detail}" if detail else "")
+
+    def _shapes_from_real_runs(self, call: Call, fakes: list[torch.Tensor], exc: BaseException,
+                               ) -> tuple[list[torch.Tensor], list[list[Any]]]:
+        """Output shapes from the forward run twice on real inputs of the example's sizes (zeros,
+        then random values): a size that differs between the runs is data-dependent, one equal to
+        an input's size is that size, another is a constant when every input size is (else
+        data-dependent too). Raises the data-dependent limit when the forward cannot run so."""
+        hints = [[torch_internals.size_hint(d) for d in t.shape] for t in fakes]
+        if any(h is None for sizes in hints for h in sizes):
+            self._data_dependent(call.cls, exc)
+        runs: list[list[tuple[tuple[int, ...], torch.dtype]]] = []
+        try:
+            with torch_internals.fake_mode_off():
+                for fill in (_zeros, _random):
+                    real = [fill(h, t.dtype) for t, h in zip(fakes, hints)]
+                    runs.append([(tuple(o.shape), o.dtype) for o in self._run(call, real)])
+        except Exception:  # the forward needs the example's real values: nothing to learn
+            self._data_dependent(call.cls, exc)
+        if [(len(s), d) for s, d in runs[0]] != [(len(s), d) for s, d in runs[1]]:
+            self._data_dependent(call.cls, exc)  # a data-dependent rank or dtype
+        static = all(isinstance(d, int) for t in fakes for d in t.shape)
+        outs, shapes = [], []
+        for (first, dtype), (second, _) in zip(*runs):
+            shape: list[Any] = []
+            for a, b in zip(first, second):
+                tied = next((t.shape[k] for t, h in zip(fakes, hints) for k, v in enumerate(h) if v == a), None)
+                if a != b:
+                    shape.append(DYNAMIC)
+                elif tied is not None:
+                    shape.append(tied)
+                else:
+                    shape.append(a if static else DYNAMIC)
+            shapes.append(shape)
+            outs.append(fakes[0].new_empty([0] * len(shape), dtype=dtype))
+        return outs, shapes
 
     def _data_dependent(self, cls: type, exc: BaseException | None) -> None:
         limit = legacy_graph.LegacyOnly(
@@ -197,9 +291,9 @@ class Session:
         self.lib.define("apply(Tensor[] tensors, int call) -> Tensor[]")
         # torch's dispatcher keeps the Python kernels it was given after the library is
         # destroyed: they must not keep this session (and through it the model) alive
-        forward = _weak_forward(weakref.ref(self))
+        forward = _weak_kernel(weakref.ref(self), "_forward")
         self.lib.impl("apply", forward, "CompositeExplicitAutograd")
-        torch.library.register_fake(f"{ns}::apply", forward, lib=self.lib)
+        torch.library.register_fake(f"{ns}::apply", _weak_kernel(weakref.ref(self), "_fake"), lib=self.lib)
         self.op = getattr(torch.ops, ns).apply.default
 
     def bypassed(self) -> list[type]:
@@ -225,14 +319,14 @@ class Session:
         return {self.op: translate_function}
 
 
-def _weak_forward(session: weakref.ref[Session]) -> Callable[[list[Any], int], list[Any]]:
-    def forward(tensors: list[Any], call: int) -> list[Any]:
+def _weak_kernel(session: weakref.ref[Session], method: str) -> Callable[[list[Any], int], list[Any]]:
+    def kernel(tensors: list[Any], call: int) -> list[Any]:
         live = session()
         if live is None:
             raise RuntimeError("this op belongs to an export session that has ended")
-        return live._forward(tensors, call)
+        return getattr(live, method)(tensors, call)
 
-    return forward
+    return kernel
 
 
 # a Python ``classmethod`` up to torch 2.13, a C ``classmethod_descriptor`` (no ``__func__``)

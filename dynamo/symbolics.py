@@ -160,8 +160,7 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
         fn_session = stack.enter_context(autograd_functions.session(
             on_limit=state.on_limit,
             on_translated=lambda cls: state.note(
-                "ONX302", f"{cls.__module__}.{cls.__qualname__}",
-                "became an opaque op translated by its own symbolic"),
+                "ONX302", f"{cls.__module__}.{cls.__qualname__}", fn_session.describe(cls)),
             opset=opset, domain_version=_domain_version(req), source_opset=target_opset(req),
         ))
         plan.translation_table.update(fn_session.translation_table)

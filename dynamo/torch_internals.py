@@ -52,6 +52,11 @@ ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch._C", "DispatchKey.CompositeImplicitAutograd"),
     ("torch", "ops.aten.rnn_tanh.input.py_kernels"),
     ("torch", "ops.aten.rnn_tanh.input._dispatch_cache"),
+    ("torch._guards", "detect_fake_mode"),
+    ("torch.fx.experimental.symbolic_shapes", "ShapeEnv.ignore_fresh_unbacked_symbols"),
+    ("torch.fx.experimental.symbolic_shapes", "optimization_hint"),
+    ("torch._subclasses.fake_tensor", "unset_fake_temporarily"),
+    ("torch.library", "get_ctx"),
 )
 
 #: where a torch that applies the RNN while_loop decompositions in its ONNX decomposition step
@@ -276,6 +281,45 @@ def has_unbacked_symbols(tensors: list[Any]) -> bool:
     """Whether any fake tensor's shape holds a data-dependent (unbacked) symbol."""
     free = _need("torch.fx.experimental.symbolic_shapes", "free_unbacked_symbols")
     return any(free(t) for t in tensors)
+
+
+@contextlib.contextmanager
+def fresh_unbacked_ignored(tensors: list[Any]) -> Iterator[None]:
+    """While a fake kernel runs code whose ops make data-dependent sizes of their own (a
+    ``nonzero`` inside an ``autograd.Function``'s forward): the shape environment does not ask
+    for those symbols in the kernel's outputs (the kernel allocates its own sizes)."""
+    mode = _need("torch._guards", "detect_fake_mode")(tensors)
+    shape_env = getattr(mode, "shape_env", None)
+    if shape_env is None:
+        yield
+        return
+    _need("torch.fx.experimental.symbolic_shapes", "ShapeEnv.ignore_fresh_unbacked_symbols")
+    with shape_env.ignore_fresh_unbacked_symbols():
+        yield
+
+
+def new_dynamic_size() -> Any:
+    """A fresh data-dependent (unbacked) size, in a fake kernel (``ctx.new_dynamic_size()``)."""
+    ctx = _need("torch.library", "get_ctx")()
+    make = getattr(ctx, "new_dynamic_size", None)
+    if make is None:
+        raise _moved("torch.library.get_ctx().new_dynamic_size (a fake kernel's data-dependent size)")
+    return make()
+
+
+def size_hint(dim: Any) -> int | None:
+    """The example's value of a (possibly symbolic) size, without adding a guard; None when
+    it has none (a data-dependent size outside draft capture)."""
+    hint = _need("torch.fx.experimental.symbolic_shapes", "optimization_hint")
+    try:
+        return int(hint(dim, fallback=None))
+    except (TypeError, ValueError):
+        return None
+
+
+def fake_mode_off() -> Any:
+    """A context in which tensors are real again inside a fake kernel."""
+    return _need("torch._subclasses.fake_tensor", "unset_fake_temporarily")()
 
 
 def destroy_library(lib: Any) -> None:
