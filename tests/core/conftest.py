@@ -77,15 +77,9 @@ class DataDependent(torch.nn.Module):
         return torch.sigmoid(h)
 
 
-class TorchScriptOnly(torch.nn.Module):
+class TorchScriptOnly(DataDependent):
     """Exports on the TorchScript route only: its forward refuses torch.export's capture (a
     stand-in for whatever torch.export cannot capture), so auto falls back."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 4)
-        with torch.no_grad():
-            self.fc.bias.fill_(2.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_exporting():
