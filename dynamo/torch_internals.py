@@ -82,6 +82,8 @@ DRAFT_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch._logging._internal", "trace_log"),
     ("torch._logging._internal", "DTRACE_ENV_VAR"),
     ("torch.fx.experimental._config", "backed_size_oblivious"),
+    ("torch._subclasses.meta_utils", "_safe_copy"),
+    ("torch._subclasses.meta_utils", "_safe_clone"),
 )
 
 
@@ -453,8 +455,34 @@ def draft_export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
     strategies use (size-0/1 examples keep their axes dynamic)."""
     draft = _need("torch.export", "draft_export")
     config = importlib.import_module("torch.fx.experimental._config")
-    with config.patch(backed_size_oblivious=True), _trace_logs_removed():
+    with config.patch(backed_size_oblivious=True), _trace_logs_removed(), parameters_keep_real_values():
         return draft(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+
+
+@contextlib.contextmanager
+def parameters_keep_real_values() -> Iterator[None]:
+    """Give fakified ``nn.Parameter``s their real values under real-value propagation.
+
+    torch 2.13's fakification copies a tensor's data into the fake's ``real_tensor`` only when its
+    type is exactly ``torch.Tensor`` (``meta_utils._safe_copy`` / ``_safe_clone``): a parameter's
+    real value is left uninitialized, and draft_export decides every guard that reads a weight
+    on garbage (docs/upstream/draft-export-parameter-values.md). The parameter's ``.data`` (a
+    plain tensor on the same storage) is copied instead; restored on exit."""
+    import torch
+
+    meta = importlib.import_module("torch._subclasses.meta_utils")
+    copy, clone = _need(meta.__name__, "_safe_copy"), _need(meta.__name__, "_safe_clone")
+
+    def plain(src: Any) -> Any:
+        data = src.data if isinstance(src, torch.nn.Parameter) else src
+        return data if type(data) is torch.Tensor else src
+
+    meta._safe_copy = lambda dst, src: copy(dst, plain(src))
+    meta._safe_clone = lambda src: clone(plain(src))
+    try:
+        yield
+    finally:
+        meta._safe_copy, meta._safe_clone = copy, clone
 
 
 def draft_failures(program: Any) -> list[tuple[str, dict[str, Any]]]:

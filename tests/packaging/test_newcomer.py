@@ -110,8 +110,8 @@ def test_compat_run_summary_shows_each_routes_cause(tmp_path: Path) -> None:
     summary = summary[: summary.index("Traceback")]
     lines = summary.strip().splitlines()
     assert lines[1].endswith("s.py:10  FAILED ExportFailed: every export route failed:")
-    assert lines[2].startswith("    dynamo: operator without ONNX translation: DispatchError: "
-                               "No ONNX function found for <OpOverload(op='aten.linalg_eig'")
+    assert lines[2].startswith("    dynamo: operator without ONNX translation in aten.linalg_eig.default: "
+                               "DispatchError: No ONNX function found for <OpOverload(op='aten.linalg_eig'")
     assert lines[3].startswith("    legacy: ") and "UnsupportedOperatorError" in lines[3]
     assert "aten::linalg_eigvals" in lines[3]
     assert len(lines) == 4 and "\x1b" not in summary
