@@ -38,6 +38,7 @@ EXPECTED = (
     "bench_layers",
     "bench_dynamo_overhead",
     "bench_acceptance",
+    "bench_baked",
 )
 
 

@@ -224,7 +224,7 @@ class Session:
                 for fill in (_zeros, _random):
                     real = [fill(h, t.dtype) for t, h in zip(fakes, hints)]
                     runs.append([(tuple(o.shape), o.dtype) for o in self._run(call, real)])
-        except Exception:  # the forward needs the example's real values: nothing to learn
+        except Exception:  # noqa: BLE001 - the forward needs the example's real values: nothing to learn
             self._data_dependent(call.cls, exc)
         if [(len(s), d) for s, d in runs[0]] != [(len(s), d) for s, d in runs[1]]:
             self._data_dependent(call.cls, exc)  # a data-dependent rank or dtype

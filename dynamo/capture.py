@@ -95,7 +95,7 @@ def draft(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, d
         program = torch_internals.draft_export(model, args, dict(kwargs or {}),
                                                export_dims(dynamic_shapes))
         failures = torch_internals.draft_failures(program)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any draft failure: torch.export's own error is the one to raise
         first.add_note(f"torch.export.draft_export failed too: {type(exc).__name__}: "
                        f"{_first_line(exc)}")
         raise first from None

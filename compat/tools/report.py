@@ -330,8 +330,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines.append("None.")
     lines += ["", "### Branches and values baked at the example's values", ""]
     if report.get("baked"):
-        lines += ["The exported graph follows the example here (torch.export: ONX003; TorchScript: "
-                  "a TracerWarning); an input that takes the other branch gets the example's.", ""]
+        lines += [("The exported graph follows the example here (torch.export: ONX003; TorchScript: "
+                   "a TracerWarning); an input that takes the other branch gets the example's."), ""]
         lines += _table(("model line", "source", "route", "what", "calls:", "call sites"), [
             (f"`{place_name(b)}`", f"`{_cell(b['source'])}`" if b["source"] else "-",
              ROUTE_TITLES.get(b["route"], b["route"]), _cell(b["detail"] or "-"), b["calls"],
