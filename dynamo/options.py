@@ -180,12 +180,15 @@ def _torch_defaults(out: Plan) -> None:
 
 
 def _rnn_loops(out: Plan) -> None:
-    """With a dynamic axis, RNNs loop over the sequence in the graph (``rnn_decompositions``),
-    on a torch whose ONNX exporter does not do so in its decomposition step itself."""
+    """With a dynamic axis, RNNs loop over the sequence in the graph (``rnn_decompositions``):
+    LSTM and GRU on a torch whose ONNX exporter does not do so in its decomposition step itself
+    (2.15's patch covers only those two), Elman RNNs on every torch."""
     from . import rnn_decompositions, torch_internals
 
-    if out.export_kwargs.get("dynamic_shapes") and not torch_internals.torch_patches_rnn_decompositions():
-        out.contexts.append(rnn_decompositions.while_loop_decompositions)
+    if out.export_kwargs.get("dynamic_shapes"):
+        elman_only = torch_internals.torch_patches_rnn_decompositions()
+        out.contexts.append(functools.partial(rnn_decompositions.while_loop_decompositions,
+                                              elman_only=elman_only))
         out.translation_table.update(rnn_decompositions.translation_table())
 
 

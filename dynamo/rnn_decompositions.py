@@ -9,7 +9,7 @@ during capture only; torch 2.15 also does it during the ONNX exporter's decompos
 (``patch_dynamic_shape_rnn_decompositions``), which is where the shapes go wrong.
 
 ``while_loop_decompositions()`` is that patch for a torch without it (``torch_internals``
-probes for it): while the export runs, the four RNN ops decompose into a ``while_loop`` over the
+probes for it), and for Elman RNNs, which 2.15's patch leaves out: while the export runs, the four RNN ops decompose into a ``while_loop`` over the
 sequence (torch's own LSTM/GRU bodies where it has them, the Elman one here), which the exporter
 turns into an ONNX ``Loop``. Used only when the call has a dynamic axis, as torch does.
 """
@@ -24,14 +24,16 @@ from . import torch_internals
 
 
 @contextlib.contextmanager
-def while_loop_decompositions() -> Iterator[None]:
-    """While the block runs, ``aten::lstm``/``gru`` decompose into torch's own ``while_loop``s
-    and ``aten::rnn_tanh``/``rnn_relu`` into the Elman one here (then restored)."""
+def while_loop_decompositions(elman_only: bool = False) -> Iterator[None]:
+    """While the block runs, ``aten::rnn_tanh``/``rnn_relu`` decompose into the Elman
+    ``while_loop`` here and, unless ``elman_only`` (torch patches those itself),
+    ``aten::lstm``/``gru`` into torch's own ``while_loop``s (then restored)."""
     import torch
 
     aten = torch.ops.aten
     impls = {aten.rnn_tanh.input: _elman(torch.tanh), aten.rnn_relu.input: _elman(torch.relu)}
-    impls.update(torch_internals.rnn_while_loop_impls())
+    if not elman_only:
+        impls.update(torch_internals.rnn_while_loop_impls())
     with contextlib.ExitStack() as stack:
         for op, impl in impls.items():
             stack.enter_context(torch_internals.decomposition_kernel(op, impl))
