@@ -322,12 +322,11 @@ def _opset(req: ExportRequest, out: Plan) -> None:
     down-conversion (``dynamo.downconvert``); an opset it cannot reach raises ``OpsetNotReached``
     carrying the model at the lowest opset it could reach."""
     wanted = req.opset_version
-    if wanted is None:
-        return
     from compat.installed import torch_caps
 
     built = torch_caps.torchlib_min_opset()
-    if wanted >= built:
+    if wanted is None or wanted >= built:
+        out.post_process.append(_fit_pool_sizes)
         return
     out.export_kwargs["opset_version"] = built
 
@@ -344,6 +343,14 @@ def _opset(req: ExportRequest, out: Plan) -> None:
         out.record(NO_CODE, "opset_version", f"{wanted}: {result.describe()}")
 
     out.post_process.append(convert)
+
+
+def _fit_pool_sizes(program: Any) -> None:
+    """Without a down-conversion, ceil_mode pools still get the pads that make the opset's shape
+    rule give torch's size (below opset 22 it counts a last window starting in the padding)."""
+    from . import downconvert
+
+    downconvert.fit_pool_sizes(program.model)
 
 
 def _verbose(req: ExportRequest, out: Plan) -> None:

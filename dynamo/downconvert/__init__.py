@@ -16,10 +16,10 @@ import onnx_ir as ir
 
 from .base import LOWEST, NoForm
 from .check import check
-from .convert import Unreachable, convert_in_place, onnx_opset
+from .convert import Unreachable, convert_in_place, fit_pool_sizes, onnx_opset
 from .ir_version import lower_ir_version
 
-__all__ = ["LOWEST", "Conversion", "NoForm", "downconvert"]
+__all__ = ["LOWEST", "Conversion", "NoForm", "downconvert", "fit_pool_sizes"]
 
 log = logging.getLogger(__name__)
 

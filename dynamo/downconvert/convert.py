@@ -93,3 +93,29 @@ def _visit(node: ir.Node, source: int, target: int, stats: Counter[str],
     stats["rewritten"] += 1
     for made in rw.nodes:
         _visit(made, source, target, stats, gaps)
+
+
+def fit_pool_sizes(model: ir.Model) -> int:
+    """At the model's own opset (no conversion), give each ceil_mode pool whose torch output size
+    the opset's shape rule contradicts the pads the down-conversion gives it (``pool.py``), so
+    strict shape inference agrees with the size torch declared. Returns the nodes rewritten."""
+    from .pool import ADAPTERS, DROPS_PADDING_WINDOWS
+
+    rewritten = 0
+    for graph_like in (model.graph, *model.functions.values()):
+        opset = onnx_opset(graph_like.opset_imports)
+        if opset is None or opset >= DROPS_PADDING_WINDOWS:
+            continue
+        for node in list(graph_like.all_nodes()):
+            if node.domain not in ONNX_DOMAINS or node.op_type not in ADAPTERS:
+                continue
+            rw = Rewrite(node, opset, opset)
+            outs = ADAPTERS[node.op_type](rw)
+            if outs is None:
+                continue
+            for made in rw.nodes:
+                made.metadata_props.update(node.metadata_props)
+            ir.convenience.replace_nodes_and_values(
+                node.graph, node, [node], rw.nodes, list(node.outputs), list(outs))
+            rewritten += 1
+    return rewritten

@@ -18,6 +18,7 @@ from onnx import TensorProto, helper
 from torch import nn
 
 import compat
+from compat.installed import torch_caps
 from dynamo.downconvert import downconvert
 from dynamo.downconvert.pool import Axis
 
@@ -43,17 +44,21 @@ def test_the_issue_17_shape_rules_disagree():
 
 
 @pytest.mark.parametrize("name", list(POOLS))
-@pytest.mark.parametrize("opset", [17, 11])
-def test_ceil_mode_pool_exports_below_18_with_eager_values(tmp_path, name, opset):
+@pytest.mark.parametrize("opset", [None, 18, 17, 11])
+def test_ceil_mode_pool_exports_with_eager_values(tmp_path, name, opset):
+    """Down-converted (17, 11) or at the opset torch builds (default, 18: no conversion, the pads
+    are fitted all the same), the model passes the strict check with eager's values."""
     model = POOLS[name].eval()
     shape = EXAMPLES.get(name, (20, 16, 50, 32))
     path = str(tmp_path / f"{name}.onnx")
+    options = {} if opset is None else {"opset_version": opset}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compat.export(model, (torch.randn(*shape),), path, route="dynamo", opset_version=opset,
-                      input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+        compat.export(model, (torch.randn(*shape),), path, route="dynamo",
+                      input_names=["x"], dynamic_axes={"x": {0: "batch"}}, **options)
     proto = onnx.load(path)
-    assert {o.version for o in proto.opset_import if o.domain == ""} == {opset}
+    written = torch_caps.dynamo_default_opset() if opset is None else opset
+    assert {o.version for o in proto.opset_import if o.domain == ""} == {written}
     _strict(proto)
     sess = parity.session(proto)
     for size in (shape, (3, *shape[1:])):
