@@ -192,9 +192,16 @@ OPTIONS: tuple[OptionFacts, ...] = (
     ), unknown="shim", enum=TRAINING_MODES, default="EVAL"),
     OptionFacts("operator_export_type", "ONX103", (
         _E(("ONNX",), "`ONNX`", "dropped", "what the torch.export route does"),
-        _E((), "`ONNX_ATEN`, `ONNX_ATEN_FALLBACK`, `ONNX_FALLTHROUGH`", "torchscript",
-           "routed to the TorchScript exporter, which honours it"),
-    ), unknown="torchscript", enum=OPERATOR_EXPORT_TYPES_1X, default="ONNX"),
+        _E(("ONNX_ATEN_FALLBACK", "ONNX_FALLTHROUGH"), "`ONNX_ATEN_FALLBACK`, `ONNX_FALLTHROUGH`",
+           "shim",
+           "every operator with an ONNX translation is translated; one without is written as the "
+           "TorchScript exporter wrote it (an `org.pytorch.aten` `ATen` node with `operator` and "
+           "`overload_name`, or a fall-through node in the operator's domain), named in the "
+           "ledger"),
+        _E(("ONNX_ATEN",), "`ONNX_ATEN`", "shim",
+           "every aten operator is written as an `org.pytorch.aten` `ATen` node (`operator`, "
+           "`overload_name`), as the TorchScript exporter wrote it, each named in the ledger"),
+    ), unknown="shim", enum=OPERATOR_EXPORT_TYPES_1X, default="ONNX"),
     OptionFacts("do_constant_folding", "ONX104", (
         _E((True,), "`True`", "dropped", "the torch.export route always folds (`optimize=True`)"),
         _E((False,), "`False`", "plain",
@@ -253,12 +260,12 @@ OPTIONS: tuple[OptionFacts, ...] = (
            rewrite="dropped; ONX001 pins the route (from a ledger, or unsafe without one)"),
     ), unknown="dropped"),
     OptionFacts("aten", "ONX208", (
-        _E((True,), "`True`", "torchscript",
-           "`operator_export_type=ONNX_ATEN`: routed to the TorchScript exporter",
+        _E((True,), "`True`", "shim",
+           "`operator_export_type=ONNX_ATEN`: every aten operator written as an `ATen` node",
            rewrite="becomes `operator_export_type=OperatorExportTypes.ONNX_ATEN` and pins "
                    "`dynamo=False`"),
         _E((False, EMPTY), "`False`", "dropped", "dropped"),
-    ), unknown="torchscript"),
+    ), unknown="shim"),
     OptionFacts("export_raw_ir", "ONX208", (
         _E((False, EMPTY), "`False`", "dropped", "dropped"),
         _E((), "`True`", "lost", "dropped with a warning (no exporter of current torch writes "

@@ -88,6 +88,7 @@ def plan(req: ExportRequest) -> Plan:
     _rnn_loops(out)
     _opset(req, out)
     _verbose(req, out)
+    _operator_export_type(req, out)
     for option in ("operator_export_type", "export_modules_as_functions", "autograd_inlining"):
         value = getattr(req, option)
         if option in given and facts.disposition(option, value).kind == "dropped":  # type: ignore[union-attr]
@@ -351,6 +352,24 @@ def _fit_pool_sizes(program: Any) -> None:
     from . import downconvert
 
     downconvert.fit_pool_sizes(program.model)
+
+
+def _operator_export_type(req: ExportRequest, out: Plan) -> None:
+    """ONNX_ATEN_FALLBACK, ONNX_FALLTHROUGH, ONNX_ATEN: operators written as the TorchScript
+    exporter wrote them (``aten_fallback``); each one is named in the ledger."""
+    from . import aten_fallback
+
+    if req.operator_export_type not in aten_fallback.MODES:
+        return
+    session = aten_fallback.session(req)
+    out.contexts.append(session.active)
+    out.record(aten_fallback.CODE, aten_fallback.OPTION, aten_fallback.MEANING[req.operator_export_type])
+
+    def record(program: Any) -> None:
+        for action in session.actions():
+            out.record(aten_fallback.CODE, aten_fallback.OPTION, action)
+
+    out.post_process.append(record)
 
 
 def _verbose(req: ExportRequest, out: Plan) -> None:

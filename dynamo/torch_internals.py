@@ -13,6 +13,7 @@ onnxscript at module import.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import importlib
 from collections.abc import Callable, Iterator
@@ -84,6 +85,10 @@ DRAFT_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch.fx.experimental._config", "backed_size_oblivious"),
     ("torch._subclasses.meta_utils", "_safe_copy"),
     ("torch._subclasses.meta_utils", "_safe_clone"),
+    # the decomposition step ``decomposition_hook`` wraps, and the registry it hands over
+    ("torch.onnx._internal.exporter._core", "_prepare_exported_program_for_export"),
+    ("torch.onnx._internal.exporter._registration", "ONNXRegistry.register_op"),
+    ("torch.onnx._internal.exporter._registration", "ONNXRegistry.is_registered"),
 )
 
 
@@ -536,6 +541,58 @@ def _trace_logs_removed() -> Iterator[None]:
             if isinstance(path, str) and os.path.basename(path).startswith("dedicated_log_torch_trace_"):
                 with contextlib.suppress(OSError):
                     os.remove(path)
+# ---------------------------------------------------------------- the exporter's decomposition step
+
+_CORE = "torch.onnx._internal.exporter._core"
+_PREPARE = "_prepare_exported_program_for_export"
+#: what the current export's decomposition step runs (None: torch's own step, unchanged)
+_DECOMPOSE_WITH: contextvars.ContextVar[Callable[..., Any] | None] = contextvars.ContextVar(
+    "compat_decompose_with", default=None)
+
+
+def can_hook_decomposition() -> bool:
+    """Whether ``decomposition_hook`` can see and extend an export's ONNX registry."""
+    if not torch_caps.has_exporter_tracer():
+        return False
+    try:
+        _get(_CORE, _PREPARE)
+        registry = _get("torch.onnx._internal.exporter._registration", "ONNXRegistry")
+    except (ImportError, AttributeError):
+        return False
+    return all(callable(getattr(registry, a, None)) for a in ("register_op", "is_registered"))
+
+
+@contextlib.contextmanager
+def decomposition_hook(step: Callable[[Any, Any, Callable[[Any], Any]], Any]) -> Iterator[None]:
+    """While open, torch's exporter runs ``step(program, registry, decompose)`` where it would
+    decompose the captured ``program`` for its ONNX ``registry``; ``decompose(program)`` is
+    torch's own step (decompositions, type promotion, assertions removed). ``step`` may register
+    translations in ``registry`` before or after decomposing, and returns the program to
+    translate. Scoped to this context (a ``ContextVar``): other threads' exports are untouched."""
+    _install_prepare_wrapper()
+    token = _DECOMPOSE_WITH.set(step)
+    try:
+        yield
+    finally:
+        _DECOMPOSE_WITH.reset(token)
+
+
+@functools.cache
+def _install_prepare_wrapper() -> None:
+    core = importlib.import_module(_CORE)
+    original = getattr(core, _PREPARE, None)
+    if original is None:
+        raise _moved(f"{_CORE}.{_PREPARE}")
+
+    @functools.wraps(original)
+    def prepare(exported_program: Any, *, registry: Any) -> Any:
+        step = _DECOMPOSE_WITH.get()
+        if step is None:
+            return original(exported_program, registry=registry)
+        return step(exported_program, registry,
+                    lambda program: original(program, registry=registry))
+
+    setattr(core, _PREPARE, prepare)
 
 
 def check() -> list[str]:

@@ -83,7 +83,7 @@ def translated_pins(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
     out = []
     for name, opt in ec.options.items():
         found = disposition(opt)
-        if found is None or not found.code.startswith("ONX1") or found.kind not in _KEPT:
+        if found is None or found.kind not in _KEPT:
             continue
         why = (f"the shim translated {name}={ctx.src(opt.value)} on the torch.export route; "
                "plain torch ignores it there")

@@ -121,17 +121,16 @@ def test_legacy_only_option_goes_straight_to_torchscript(small_net, tmp_path):
     target = tmp_path / "a.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compat.export(small_net, (torch.randn(2, 4),), target,
-                      operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK)
+        compat.export(small_net, (torch.randn(2, 4),), target, export_modules_as_functions=True)
     out = compat.last_outcome()
-    assert out.route == "legacy" and "operator_export_type" in out.fallback_reason
-    assert any(t.code == "ONX103" for t in out.translations)
+    assert out.route == "legacy" and "export_modules_as_functions" in out.fallback_reason
+    assert any(t.code == "ONX106" for t in out.translations)
 
 
 def test_dynamo_route_refuses_legacy_only_option(small_net, tmp_path):
-    with pytest.raises(CompatValueError, match="operator_export_type"):
+    with pytest.raises(CompatValueError, match="autograd_inlining"):
         compat.export(small_net, (torch.randn(2, 4),), tmp_path / "a.onnx", route="dynamo",
-                      operator_export_type=torch.onnx.OperatorExportTypes.ONNX_FALLTHROUGH)
+                      autograd_inlining=False)
     assert os.listdir(tmp_path) == []
 
 

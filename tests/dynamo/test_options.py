@@ -142,12 +142,10 @@ def test_opset_below_18_reached_by_compat_down_conversion():
     assert any("converted to 13 by compat's down-conversion" in t.action for t in outcome.translations)
 
 
-# --- legacy-only options (ONX103, ONX106, ONX107) and ScriptModules -----------------------------
+# --- legacy-only options (ONX106, ONX107) and ScriptModules ---------------------------------------
+# (the ATen export types of ONX103 are translated: tests/dynamo/test_aten_fallback.py)
 
 @pytest.mark.parametrize("option, value, code", [
-    ("operator_export_type", "ONNX_ATEN_FALLBACK", "ONX103"),
-    ("operator_export_type", "ONNX_FALLTHROUGH", "ONX103"),
-    ("operator_export_type", "ONNX_ATEN", "ONX103"),
     ("export_modules_as_functions", True, "ONX106"),
     ("export_modules_as_functions", {nn.Linear}, "ONX106"),
     ("autograd_inlining", False, "ONX107"),

@@ -153,8 +153,7 @@ BAD_PROGRAM_CALLS = [
     ("dynamo-false", {"dynamo": False}, "dynamo=False"),
     ("dynamic-shapes", {"dynamic_shapes": {"x": {0: "batch"}}}, "dynamic_shapes"),
     ("other-args", {"args": (torch.randn(5, 4),)}, "args"),
-    ("aten-fallback", {"operator_export_type": torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK},
-     "operator_export_type"),
+    ("inlining", {"autograd_inlining": False}, "autograd_inlining"),
     ("modules-as-functions", {"export_modules_as_functions": True}, "export_modules_as_functions"),
 ]
 

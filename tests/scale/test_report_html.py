@@ -46,8 +46,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(paths[0]))
         _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "dd.onnx")  # fallback
         _export(mlp(), (x,), tmp / "a.onnx", route="legacy", input_names=["x"], dynamic_axes={"x": [0]})
-        _export(mlp(), (x,), tmp / "aten.onnx",
-                operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK)
+        _export(mlp(), (x,), tmp / "functions.onnx", export_modules_as_functions=True)
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(paths[1]))
         _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "dd.onnx")  # remembered fallback
         _export(mlp(), (x,), tmp / "b.onnx", input_names=["x"], dynamic_axes={"x": {0: "batch"}})
@@ -153,7 +152,7 @@ def test_rendered_page_text_and_bars(runs: list[Path], tmp_path: Path) -> None:
 
     assert bars("routes") == {"torch.export (dynamo)": 4, "TorchScript (legacy)": 4, "failed (failed)": 1}
     assert bars("fallbacks") == {"torch.export failed (NotImplementedError)": 2,
-                                 "option only the TorchScript exporter honours (ONX103)": 1}
+                                 "option only the TorchScript exporter honours (ONX106)": 1}
     assert bars("parity") == {"one-route-only": 1}
     assert bars("warnings")["ONX101 `dynamic_axes=`"] == 4
     progress = [(b["data-run"], b["data-label"], int(b["data-value"]))
