@@ -44,6 +44,8 @@ class Plan:
     interface: legacy_interface.Interface | None = None
     #: entered around the export call (capture and torch's decomposition step)
     contexts: list[Callable[[], contextlib.AbstractContextManager[Any]]] = field(default_factory=list)
+    #: what the route exports instead of ``req.model`` (None: the model itself)
+    model: Any = None
 
     def record(self, code: str, option: str, action: str) -> None:
         self.translations.append(Translation(code, option, action))
@@ -89,6 +91,7 @@ def plan(req: ExportRequest) -> Plan:
     _opset(req, out)
     _verbose(req, out)
     _operator_export_type(req, out)
+    _eager_quantized(req, out)
     for option in ("operator_export_type", "export_modules_as_functions", "autograd_inlining"):
         value = getattr(req, option)
         if option in given and facts.disposition(option, value).kind == "dropped":  # type: ignore[union-attr]
@@ -370,6 +373,13 @@ def _operator_export_type(req: ExportRequest, out: Plan) -> None:
             out.record(aten_fallback.CODE, aten_fallback.OPTION, action)
 
     out.post_process.append(record)
+
+
+def _eager_quantized(req: ExportRequest, out: Plan) -> None:
+    """Eager-quantized modules and inputs: QDQ stand-ins (``quantized``)."""
+    from . import quantized
+
+    quantized.plan(req, out)
 
 
 def _verbose(req: ExportRequest, out: Plan) -> None:

@@ -71,7 +71,7 @@ def export(req: ExportRequest) -> Outcome:
             # once-per-location registry, and compat's own warnings must show once per site.
             # torch's capture, then (data-dependent guards) a draft capture baking the example's branch
             captured = export_program(
-                torch_api.torch_export(), req.model, plan.args, plan.kwargs,
+                torch_api.torch_export(), plan.model if plan.model is not None else req.model, plan.args, plan.kwargs,
                 {"custom_translation_table": table or None, **plan.export_kwargs}, classify,
                 quiet=lambda: Capture(enabled=not req.verbose),
             )

@@ -89,6 +89,8 @@ DRAFT_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch.onnx._internal.exporter._core", "_prepare_exported_program_for_export"),
     ("torch.onnx._internal.exporter._registration", "ONNXRegistry.register_op"),
     ("torch.onnx._internal.exporter._registration", "ONNXRegistry.is_registered"),
+    # the QDQ operators eager-quantized modules' stand-ins are written with (``quantized``)
+    ("torch.ao.quantization.fx._decomposed", "quantized_decomposed_lib"),
 )
 
 
@@ -541,6 +543,18 @@ def _trace_logs_removed() -> Iterator[None]:
             if isinstance(path, str) and os.path.basename(path).startswith("dedicated_log_torch_trace_"):
                 with contextlib.suppress(OSError):
                     os.remove(path)
+# ---------------------------------------------------------------- quantization
+
+
+def quantized_decomposed() -> Any:
+    """``torch.ops.quantized_decomposed`` (quantize/dequantize per tensor and per channel, which
+    torchlib translates to QuantizeLinear/DequantizeLinear); its module defines them on import."""
+    import torch
+
+    _need("torch.ao.quantization.fx._decomposed", "quantized_decomposed_lib")
+    return torch.ops.quantized_decomposed
+
+
 # ---------------------------------------------------------------- the exporter's decomposition step
 
 _CORE = "torch.onnx._internal.exporter._core"

@@ -11,7 +11,6 @@ overload), so the written model computes eager's result.
 
 from __future__ import annotations
 
-import json
 import warnings
 from typing import Any
 
@@ -95,16 +94,8 @@ class CustomList(nn.Module):
 def _export(model: nn.Module, args: tuple, tmp_path, route: str = "dynamo", **options: Any
             ) -> tuple[onnx.ModelProto, dict]:
     """compat.export's model and its ledger record."""
-    tmp_path.mkdir(exist_ok=True)
-    ledger = tmp_path / "ledger.jsonl"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(ledger))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = model.eval() if isinstance(model, nn.Module) else model
-            compat.export(model, args, str(tmp_path / "m.onnx"), route=route, **options)
-    (record,) = [json.loads(line) for line in ledger.read_text().splitlines()]
-    return onnx.load(str(tmp_path / "m.onnx")), record
+    model = model.eval() if isinstance(model, nn.Module) else model
+    return parity.compat_proto(model, args, tmp_path, route, **options)
 
 
 def _nodes(proto: onnx.ModelProto, domain: str) -> list[onnx.NodeProto]:

@@ -28,6 +28,35 @@ def legacy_proto(model: Any, args: tuple[Any, ...], **options: Any) -> Any:
     return onnx.load_from_string(buf.getvalue())
 
 
+def compat_proto(model: Any, args: tuple[Any, ...], folder: Any, route: str = "dynamo",
+                 **options: Any) -> tuple[Any, dict[str, Any]]:
+    """``compat.export`` to ``folder/m.onnx`` with its own ledger → (ModelProto, ledger record)."""
+    import json
+    import os
+    from pathlib import Path
+
+    import onnx
+
+    import compat
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ledger = folder / "ledger.jsonl"
+    saved = os.environ.get("TORCH_ONNX_COMPAT_LEDGER")
+    os.environ["TORCH_ONNX_COMPAT_LEDGER"] = str(ledger)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compat.export(model, args, str(folder / "m.onnx"), route=route, **options)
+    finally:
+        if saved is None:
+            del os.environ["TORCH_ONNX_COMPAT_LEDGER"]
+        else:
+            os.environ["TORCH_ONNX_COMPAT_LEDGER"] = saved
+    (record,) = [json.loads(line) for line in ledger.read_text().splitlines()]
+    return onnx.load(str(folder / "m.onnx")), record
+
+
 def dynamo_proto(req: Any) -> tuple[Any, Any]:
     """``dynamo.export(req)`` → (ModelProto, Outcome)."""
     from compat.routing.route_packages import route_module
