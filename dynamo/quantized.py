@@ -35,7 +35,7 @@ from compat.errors import CompatValueError, RouteFailed
 from . import torch_internals
 
 ROUTE = "dynamo"
-REASON = "eager-quantized module without a torch.export form"
+REASON = "eager-quantized module or operator without a torch.export form"
 FALLBACK = "export it with the TorchScript exporter (route='auto' falls back to it, or route='legacy')"
 #: the namespaces of torch's eager-quantized modules (``torch.nn.quantized`` is an alias)
 _NAMESPACES = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized", "torch.nn.quantized",
@@ -350,9 +350,16 @@ def _grid_ops_mode() -> Any:
         input's qparams, or to the op's fixed ones); other ops leave the grid."""
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
             if func in dequantize and qparams_of(args[0]) is not None:
                 return args[0].view_as(args[0])  # already its float value: leaves the grid
-            out = func(*args, **(kwargs or {}))
+            if func is torch.quantize_per_tensor:  # in an FX-converted model's forward
+                return _quantize_per_tensor(*args, **kwargs)
+            if _op_namespace(func) == "quantized":
+                raise RouteFailed(ROUTE, REASON, CompatValueError(
+                    f"quantized operator {func} called in forward (an FX-converted model's "
+                    f"functional ops) has no stand-in here; {FALLBACK}"))
+            out = func(*args, **kwargs)
             source = _source_qparams(args)
             if source is None:
                 return out
@@ -366,6 +373,26 @@ def _grid_ops_mode() -> Any:
             return out
 
     return GridOps()
+
+
+def _quantize_per_tensor(x: Any, scale: Any, zero_point: Any, dtype: torch.dtype) -> torch.Tensor:
+    """``torch.quantize_per_tensor`` on a float tensor, in QDQ form on the tensor's grid."""
+    if (not isinstance(x, torch.Tensor) or dtype not in _QRANGE
+            or isinstance(scale, torch.Tensor) or isinstance(zero_point, torch.Tensor)):
+        kinds = ", ".join("Tensor" if isinstance(a, torch.Tensor) else type(a).__name__
+                          for a in (x, scale, zero_point))
+        raise RouteFailed(ROUTE, REASON, CompatValueError(
+            f"torch.quantize_per_tensor({kinds}, {dtype}) in forward has no stand-in here (a "
+            f"float tensor and constant scale and zero point have; an FX-converted model keeps "
+            f"them as tensors); {FALLBACK}"))
+    return QParams(float(scale), int(zero_point), dtype).fake_quant(x)
+
+
+def _op_namespace(func: Any) -> str | None:
+    """The namespace of a ``torch.ops`` operator (``quantized`` for ``torch.ops.quantized.add``)."""
+    if type(func).__module__ != "torch._ops":
+        return None
+    return getattr(func, "namespace", None) or str(func).partition(".")[0]
 
 
 def _source_qparams(args: Sequence[Any]) -> QParams | None:
@@ -423,6 +450,11 @@ class Swap:
                 parent._modules[name] = stand_in
             with _grid_ops_mode():
                 yield
+        except Exception as exc:
+            ours = _route_failure_in(exc)
+            if ours is None:
+                raise
+            raise ours from None  # torch.export wraps what the stand-ins raise
         finally:
             for parent, name, original in reversed(saved):
                 parent._modules[name] = original
@@ -431,6 +463,17 @@ class Swap:
     @property
     def top(self) -> nn.Module:
         return self.stand_ins.get("", self.model)
+
+
+def _route_failure_in(exc: BaseException) -> RouteFailed | None:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, RouteFailed):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def swap_for(model: nn.Module, where: str = "model") -> Swap:

@@ -215,6 +215,45 @@ def test_auto_takes_the_torch_export_route(tmp_path):
     assert record["route_taken"] == "dynamo" and not record["fallback_reason"]
 
 
+def test_quantize_per_tensor_in_forward(tmp_path):
+    """torch's TorchScript-era idiom: a float input quantized in forward with constant qparams,
+    a quantized module, dequantized back; at two batch sizes."""
+    model = _Call(lambda m, x: m[0](torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)).dequantize(),
+                  _with_weights(nnq.Linear(4, 8)))
+    proto, record = _export(model, (torch.randn(3, 4),), tmp_path, input_names=["x"],
+                            dynamic_axes={"x": {0: "batch"}})
+    assert record["route_taken"] == "dynamo"
+    assert [i.name for i in proto.graph.input] == ["x"]
+    for batch in (3, 6):
+        torch.manual_seed(batch)
+        x = torch.randn(batch, 4)
+        _within_one_step(parity.run(proto, {"x": x})[0], model(x), 0.05)
+
+
+def test_quantized_operators_in_forward_fail_the_route_by_name(tmp_path):
+    """An FX-converted model's forward (tensor qparams, torch.ops.quantized ops) has no stand-in:
+    the route fails naming the call, not with torch's conversion error."""
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    saved = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "qnnpack" if "qnnpack" in ENGINES else saved
+    try:
+        prepared = prepare_fx(MLP().eval(), get_default_qconfig_mapping(torch.backends.quantized.engine),
+                              (torch.randn(4, 6),))
+        prepared(torch.randn(8, 6))
+        fx_model = convert_fx(prepared)
+    finally:
+        torch.backends.quantized.engine = saved
+    add = _Call(lambda m, x: torch.ops.quantized.add(x, x, 0.1, 0), nn.Identity())
+    for model, x, named in ((fx_model, torch.randn(4, 6), "torch.quantize_per_tensor(Tensor, Tensor, Tensor"),
+                            (add, _q(2, 4), "quantized operator quantized.add")):
+        with pytest.raises(compat.ExportFailed) as info:
+            _export(model, (x,), tmp_path / named[:10])
+        assert named in str(info.value) and "route='auto' falls back to it" in str(info.value)
+        assert not (tmp_path / named[:10] / "m.onnx").exists()
+
+
 @pytest.mark.skipif("onednn" not in torch.backends.quantized.supported_engines,
                     reason="quantized conv2d_add runs on the onednn engine only")
 @pytest.mark.parametrize("fused", ["ConvAdd2d", "ConvAddReLU2d"])
