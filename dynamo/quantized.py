@@ -10,6 +10,9 @@ result quantized to the module's output scale and zero point and dequantized aga
 ``QuantStub`` (``Quantize``) becomes a QuantizeLinear/DequantizeLinear pair and ``DeQuantStub``
 nothing, so a float-in/float-out model keeps its interface and onnxruntime runs it within one
 quantization step of eager (integer accumulation and float accumulation round differently).
+While the stand-ins run, a ``TorchFunctionMode`` gives float ops on tensors standing for quantized
+ones eager's grid (pooling and ``cat`` requantize, ``flatten`` keeps it, ``sigmoid`` takes fixed
+qparams) and turns ``torch.quantize_per_tensor`` with constant qparams into a QDQ pair.
 
 Quantized tensors passed as inputs (``torch.quantize_per_tensor(x, ...)``) are fed as the
 TorchScript exporter fed them: ``<name>_value`` (uint8/int8), ``<name>_scale`` (float64) and

@@ -41,7 +41,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         _export(mlp(), (x,), tmp / "mlp2.onnx")  # torch.export route
         mp.setenv("TORCH_ONNX_COMPAT_LEDGER", str(b))
         _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "dd.onnx")  # remembered fallback
-        _export(mlp(), (x,), tmp / "aten.onnx", operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK)
+        _export(mlp(), (x,), tmp / "functions.onnx", export_modules_as_functions=True)
         with pytest.raises(compat.ExportFailed):
             _export(TorchScriptOnly(), (torch.randn(2, 3),), tmp / "never.onnx", route="dynamo")
     # a record as `compat run --compare` writes it: the call's record plus the parity summary
@@ -61,13 +61,13 @@ def test_report_merges_shards(shards: tuple[Path, Path]) -> None:
     fb = data["fallbacks"]
     assert fb["calls"] == 3
     groups = {g["reason"]: g for g in fb["by_reason"]}
-    assert set(groups) == {"torch.export failed (NotImplementedError)", "option only the TorchScript exporter honours (ONX103)"}
+    assert set(groups) == {"torch.export failed (NotImplementedError)", "option only the TorchScript exporter honours (ONX106)"}
     dd = groups["torch.export failed (NotImplementedError)"]
     # records name the blocking model line; the report still groups by the reason class
     raw = [str(r.get("fallback_reason")) for r in ledger.read(shards)]
     assert any(r.startswith("dynamo: torch.export failed (NotImplementedError) at scale_models.py:") for r in raw)
     assert (dd["calls"], dd["remembered"], len(dd["call_sites"])) == (2, 1, 1)
-    assert groups["option only the TorchScript exporter honours (ONX103)"]["calls"] == 1
+    assert groups["option only the TorchScript exporter honours (ONX106)"]["calls"] == 1
     sites = {s["call_site"].rsplit(":", 1)[0]: s for s in data["legacy_call_sites"]}
     assert set(sites) == {__file__}
     (site,) = data["legacy_call_sites"]  # every call goes through _export's one line
@@ -76,7 +76,7 @@ def test_report_merges_shards(shards: tuple[Path, Path]) -> None:
     assert "torch.export failed (NotImplementedError)" in reasons
     assert any("'legacy' requested" in r for r in reasons)
     usages = {u["code"]: u for u in data["legacy_usages"]}
-    assert usages["ONX101"]["calls"] == 1 and usages["ONX103"]["calls"] == 1
+    assert usages["ONX101"]["calls"] == 1 and usages["ONX106"]["calls"] == 1
     assert usages["ONX101"]["title"]
     assert data["parity"]["by_verdict"] == {"one-route-only": 1}
     assert data["parity"]["findings"][0]["call_site"] == "train.py:9"
@@ -96,7 +96,7 @@ def test_cli_markdown_and_json(shards: tuple[Path, Path], tmp_path: Path) -> Non
     assert "## torch.onnx export migration report" in out
     assert "7 export call(s) from 2 ledger(s)" in out
     assert "| torch.export failed (NotImplementedError) | 2 | 1 |" in out
-    assert "| ONX103 |" in out and "one-route-only: 1" in out
+    assert "| ONX106 |" in out and "one-route-only: 1" in out
     js = subprocess.run([sys.executable, "-c", probe, "report", "--format", "json", *map(str, shards)],
                         capture_output=True, text=True, env=env, timeout=600, check=False)
     assert js.returncode == 0, js.stderr
