@@ -27,6 +27,15 @@ DYNAMO_MIN_OPSET = 18
 #: transformers' own cache pytree registration, which the torch.export route applies for one export
 #: (dynamo/hf_caches.py) and plain torch does not: migrate keeps such call sites on the shim
 HF_CACHE_REGISTRATION = ("transformers.exporters.exporter_dynamo", "register_cache_pytrees_for_model")
+#: the torch.export route's ledger note where it attached ``input_names`` to other forward()
+#: parameters than plain torch would: plain torch names the graph inputs in the call's order (a
+#: trailing dict of keyword inputs in its own order), the shim in forward()'s (the TorchScript
+#: exporter's). Migrate keeps such call sites on the shim.
+INPUT_BINDING = "input_names bound in forward() parameter order"
+#: the torch.export route's ledger note on ``dynamic_axes`` keys that name graph inputs which are
+#: not forward() parameters holding one tensor (``past_key_values.0.key``): a ``dynamic_shapes``
+#: keyed by those names is not keyed by parameters
+NOT_PARAMETERS = "keys that are not forward() parameters"
 
 #: the first torch whose ``torch.onnx.export`` takes ``dynamo=`` (and ``external_data=``,
 #: ``dynamic_shapes=``); code that must run on older torch never gets them from the rewriter

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat import catalog_facts as facts
+from compat.catalog import INPUT_BINDING, NOT_PARAMETERS
 from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
@@ -82,6 +83,7 @@ def plan(req: ExportRequest) -> Plan:
     out.post_process.append(out.interface.post_process)  # first: the others find inputs by name
     _dynamic_ints(req, out)
     _dynamic_axes(req, out)
+    _binding(req, out)
     _training(req, out)
     _constant_folding(req, out)
     _custom_opsets(req, out)
@@ -158,6 +160,10 @@ def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
         action += f"; size-1 examples tiled to {dynamic_shapes.CAPTURE_SIZE} for capture on {sp.enlarged}"
     if sp.unmatched:
         action += f"; keys naming no input/output ignored with a warning: {sp.unmatched}"
+    singles = {p.name for p in req.params or () if dynamic_shapes._default_name(p)}
+    odd = sorted({a.key for a in sp.input_axes} - singles)
+    if odd:
+        action += f"; {NOT_PARAMETERS}: {odd}"
     out.record("ONX101", "dynamic_axes", action)
     sp.on_note = functools.partial(out.record, "ONX101", "dynamic_axes")
     out.post_process.append(sp.rename)
@@ -194,6 +200,42 @@ def _rnn_loops(out: Plan) -> None:
         out.contexts.append(functools.partial(rnn_decompositions.while_loop_decompositions,
                                               elman_only=elman_only))
         out.translation_table.update(rnn_decompositions.translation_table())
+def _binding(req: ExportRequest, out: Plan) -> None:
+    """Note where ``input_names`` fall on other forward() parameters than plain torch's
+    ``torch.onnx.export(..., dynamo=True)`` would put them: it names the graph inputs in the
+    order the call gives them (a trailing dict of keyword inputs in the dict's order), this route
+    in the order of the call it passes (forward()'s when ``dynamic_axes`` was translated)."""
+    if not req.input_names or req.params is None:
+        return
+    args, kwargs = tuple(req.args), req.kwargs
+    if not kwargs and args and isinstance(args[-1], dict):  # torch.onnx.export's own reading
+        args, kwargs = args[:-1], args[-1]
+    count = len(req.input_names)
+    plain = _leaf_owners(req, args, kwargs)[:count]
+    here = _leaf_owners(req, out.args, out.kwargs)[:count]
+    if plain != here:
+        pairs = ", ".join(f"{n}: {p}" for n, p in zip(req.input_names, here))
+        out.record("ONX001", "input_names",
+                   f"{INPUT_BINDING} ({pairs}); plain torch would bind them to {plain}")
+
+
+def _leaf_owners(req: ExportRequest, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> list[str]:
+    """The forward() parameter (``name``, ``name[i]`` inside a structure) of each tensor leaf of
+    ``(args, kwargs)``, in the order torch.export makes them graph inputs."""
+    import torch
+
+    from . import torch_internals
+
+    positional = [p.name for p in req.params or () if p.kind == "pos"]
+    named = [(positional[i] if i < len(positional) else f"*args[{i - len(positional)}]", v)
+             for i, v in enumerate(args)]
+    named += list((kwargs or {}).items())
+    out: list[str] = []
+    for name, value in named:
+        leaves = [x for x in torch_internals.tree_leaves(value) if isinstance(x, torch.Tensor)]
+        out += [name] if len(leaves) == 1 and isinstance(value, torch.Tensor) else \
+            [f"{name}[{i}]" for i in range(len(leaves))]
+    return out
 
 
 def _training(req: ExportRequest, out: Plan) -> None:

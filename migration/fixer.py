@@ -3,7 +3,8 @@
 Edit kinds (``Edit.kind``), keyed by the start of the node they target:
 on a call: ``to_kw`` (index, name), ``rename`` (old, new), ``set`` (name, code), ``drop`` (name),
 ``add`` (name, code), ``func`` (code), ``dynamo_export`` (func code); on the statement holding the
-call: ``before`` / ``after`` (statement code), ``comment`` (text); ``with_unwrap`` (statement code)
+call: ``before`` / ``after`` (statement code; ``follow``: right after the call, before the
+``after`` ones), ``comment`` (text); ``with_unwrap`` (statement code)
 on a With; ``importfrom_module`` (module) on an ImportFrom; ``import`` (statement) at (0, 0).
 """
 
@@ -253,7 +254,8 @@ class _Fixer(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            self.frames.append({"before": [], "after": [], "comment": [], "kept": []})
+            self.frames.append({"before": [], "follow": [], "after": [], "comment": [],
+                                "kept": []})
         return super().on_visit(node)
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
@@ -268,7 +270,7 @@ class _Fixer(cst.CSTTransformer):
             return result
         lead = list(original.leading_lines)
         before = [cst.parse_statement(c) for c in frame["before"]]
-        after = [cst.parse_statement(c) for c in frame["after"]]
+        after = [cst.parse_statement(c) for c in frame["follow"] + frame["after"]]
         out = before + stmts
         first = out[0]
         out[0] = first.with_changes(leading_lines=lead + _comment_lines(frame["comment"])

@@ -58,8 +58,10 @@ class SiteEvidence:
     ok: dict[str, dict] = field(default_factory=dict)  # route -> its latest successful record
     failed: set[str] = field(default_factory=set)
     shim_only: set[str] = field(default_factory=set)  # of any torch.export-route success here
+    records: list[dict] = field(default_factory=list)  # every record, for migration/evidence.py
 
     def add(self, record: dict) -> None:
+        self.records.append(record)
         self.failed |= failed_routes(record)
         route = record.get("route_taken")
         if record.get("status", "ok") == "ok" and route in ROUTES:
@@ -78,6 +80,7 @@ class SiteEvidence:
         base["failed_routes"] = sorted(self.failed)
         if chosen == "dynamo" and self.shim_only:  # one call site, many models: any of them
             base["shim_only"] = sorted(self.shim_only)
+        base["records"] = list(self.records)
         return base
 
 

@@ -148,7 +148,7 @@ def regions(layout: Layout, piece: Piece) -> list[Region]:
     shift = piece.first - 1
     out: list[Region] = []
     for e in piece.edits:
-        if e.kind in ("before", "after", "comment", "import"):
+        if e.kind in ("before", "after", "follow", "comment", "import"):
             continue  # insertions: nothing of the old text goes
         wanted = {"with_unwrap": ast.With, "importfrom_module": ast.ImportFrom}.get(e.kind, ast.Call)
         key = (e.key[0] + shift, e.key[1])

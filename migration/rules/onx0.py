@@ -6,13 +6,15 @@ the TorchScript exporter honours pins ``dynamo=False``; ledger evidence override
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from dataclasses import dataclass, field
 
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
 
+from .. import evidence
 from ..analysis import Context, ExportCall, literal
-from ..ledger import shim_only
 from ..model import Edit
 from ..registry import register
 from . import onx1, onx2
@@ -27,11 +29,13 @@ class Route:
     pins: list[tuple[str, str]] = field(default_factory=list)  # (code, reason) for dynamo=False
     pin_edits: tuple[Edit, ...] = ()  # the edits that write the decision
     via_compat: bool = False
+    why: list[str] = field(default_factory=list)  # why the call stays on compat.export
     evidence: dict | None = None
     from_ledger: bool = False
     blocked: bool = False  # the route this tool would pin failed at this call site (ledger)
     old_torch: bool = False  # --target-torch older than dynamo=: the route cannot be written
-    opset: int | None = None  # opset_version written with the route (ledger)
+    undecided: str = ""  # the ledger holds too few records of this call site to decide
+    convert: str = ""  # the opset compat.convert_opset brings the written file down to
 
 
 def _comment(route: Route) -> str:
@@ -53,28 +57,144 @@ def _enabled(ctx: Context, ec: ExportCall, code: str) -> bool:
     return not ctx.suppressed(code, *lines, ec.node.lineno)
 
 
-def _converted_down(ec: ExportCall, record: dict | None) -> bool:
-    """The ledger shows the shim built this call at the torch.export route's opset and brought
-    it down to the requested one itself (plain torch's converter cannot be relied on for that):
-    the migrated call asks for the opset that route builds."""
-    if "opset_version" not in ec.options or record is None:
-        return False
-    value = literal(ec.options["opset_version"].value)
-    if isinstance(value, int) and value >= DYNAMO_MIN_OPSET:
-        return False
-    return any(isinstance(t, dict) and t.get("option") == "opset_version"
-               for t in record.get("translations") or ())
-
-
-def _via_compat(ctx: Context, ec: ExportCall, evidence: dict | None = None) -> Route:
-    """Export through ``compat.export``: the one way to keep what only the shim does."""
+def _via_compat(ctx: Context, ec: ExportCall, why: list[str], verdict: dict | None = None
+                ) -> Route:
+    """Export through ``compat.export``: the one way to keep what only the shim does. The
+    diff says why, in a comment above the call."""
     ref, imports = ctx.import_shim(ec.scope)
-    edits: tuple[Edit, ...] = (Edit("func", ec.key, (f"{ref}.export",)), *imports)
-    return Route(None, pin_edits=edits, via_compat=True, evidence=evidence)
+    comment = _comment_lines(f"compat.export because {'; '.join(why)}", ctx, ec)
+    edits: tuple[Edit, ...] = (Edit("func", ec.key, (f"{ref}.export",)),
+                               *(Edit("comment", ec.key, (c,)) for c in comment), *imports)
+    return Route(None, pin_edits=edits, via_compat=True, why=why, evidence=verdict)
+
+
+def _comment_lines(text: str, ctx: Context, ec: ExportCall) -> list[str]:
+    """``# compat.migrate: text`` over lines that fit in 99 columns at the call's indentation."""
+    stmt = ctx.block_statement(ec.node) or ec.node
+    width = max(99 - stmt.col_offset, 40)
+    return textwrap.wrap(text, width, initial_indent="# compat.migrate: ",
+                         subsequent_indent="#   ", break_on_hyphens=False)
+
+
+def _serves_callers(ctx: Context, ec: ExportCall) -> str | None:
+    """The parameter of the enclosing function the call exports (its model or inputs): the
+    call site then exports whatever its callers pass (a helper such as transformers'
+    ``export_pytorch`` or yolov5's ``export_onnx``)."""
+    holder = ec.scope[-1] if ec.scope else None
+    if not isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = {a.arg for a in (*holder.args.posonlyargs, *holder.args.args,
+                              *holder.args.kwonlyargs)}
+    for node in (ec.model, ec.args):
+        for name in ast.walk(node) if node is not None else ():
+            if isinstance(name, ast.Name) and name.id in params:
+                return name.id
+    return None
+
+
+#: a ledger with fewer records of a call site serving its callers cannot decide it (docs)
+ENOUGH_RECORDS = 2
+
+
+def _too_few(ctx: Context, ec: ExportCall, site: evidence.Site) -> str:
+    """Why the ledger's records of a helper's call site are too few to move it to one plain
+    route: they show fewer of its callers' models than ``ENOUGH_RECORDS``."""
+    param = _serves_callers(ctx, ec)
+    if param is None or len(site.ok) >= ENOUGH_RECORDS:
+        return ""
+    holder = ec.scope[-1].name  # type: ignore[attr-defined]
+    shown = ", ".join(site.models) or "none"
+    return (f"the ledger has {len(site.ok)} record(s) ({shown}) of a call that exports what the "
+            f"callers of {holder}() pass ({param!r}): too few to decide for the others; record "
+            "more of them with `compat run --ledger`, or leave this call to the shim "
+            "(compat.export)")
+
+
+#: calls whose result depends only on their arguments, as paths are built
+_PATH_CALLS = {"os.path.join", "os.fspath", "os.path.abspath", "os.path.expanduser", "str",
+               "pathlib.Path", "pathlib.PurePath"}
+_PATH_METHODS = {"as_posix", "with_suffix", "with_name", "joinpath", "resolve", "absolute"}
+
+
+def _path_expr(ctx: Context, ec: ExportCall, node: ast.expr, named_ok: bool) -> bool:
+    """``node`` can be evaluated again after the export and names the same file: a string, an
+    f-string, a path built by ``os.path.join``/``Path``/``/``/``.as_posix()``... of such parts;
+    a plain name, attribute or subscript only when ``named_ok`` (the ledger shows a path was
+    written: a name could hold a file object)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return all(_path_expr(ctx, ec, v.value, True) if isinstance(v, ast.FormattedValue)
+                   else True for v in node.values)
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+        return named_ok and all(isinstance(n, (ast.Name, ast.Attribute, ast.Subscript,
+                                               ast.Constant, ast.expr_context))
+                                for n in ast.walk(node))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
+        return _path_expr(ctx, ec, node.left, True) and _path_expr(ctx, ec, node.right, True)
+    if isinstance(node, ast.Call) and not node.keywords:
+        func = node.func
+        pure = (isinstance(func, (ast.Name, ast.Attribute)) and bool(
+            _PATH_CALLS & (ctx.qualnames(func, ec.scope) | ({func.id} if isinstance(func, ast.Name)
+                                                          and func.id == "str" else set()))))
+        method = isinstance(func, ast.Attribute) and func.attr in _PATH_METHODS \
+            and _path_expr(ctx, ec, func.value, True)
+        return (pure or method) and all(_path_expr(ctx, ec, a, True) for a in node.args)
+    return False
+
+
+def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
+                ) -> tuple[str, str]:
+    """``(opset, "")``: the call needs ``compat.convert_opset(f, opset, out=f)`` after it to be
+    written at the opset it asks for on plain torch (the ledger shows the shim converting down,
+    or the opset is not a literal: torch's own conversion may leave the model at opset 18);
+    ``("", why)`` when that step cannot be written here; ``("", "")`` when none is needed."""
+    opt = ec.options.get("opset_version")
+    if opt is None:
+        return "", ""
+    value = literal(opt.value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= DYNAMO_MIN_OPSET:
+        return "", ""
+    if value is None:
+        return "", ""
+    opset = ctx.src(opt.value)
+    stmt = ctx.block_statement(ec.node)
+    named_ok = site is not None and site.written_to_files()
+    if ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
+        where = "f is not a path this tool can pass to compat.convert_opset again"
+    elif not isinstance(stmt, ast.Expr):
+        where = "the call is not a statement of its own (its result is used)"
+    else:
+        return opset, ""
+    return "", (f"opset_version={opset} is below {DYNAMO_MIN_OPSET} (or may be), which plain "
+                f"torch may leave at {DYNAMO_MIN_OPSET}, and {where}")
+
+
+def _convert_edits(ctx: Context, ec: ExportCall, opset: str) -> tuple[Edit, ...]:
+    """``compat.convert_opset(f, opset, out=f)`` right after the call, with the comment saying
+    why, and the shim's import."""
+    ref, imports = ctx.import_shim(ec.scope)
+    f = ctx.src(ec.f)  # type: ignore[arg-type]
+    line = f"{ref}.convert_opset({f}, {opset}, out={f})"
+    stmt = ctx.block_statement(ec.node)
+    indent = stmt.col_offset if stmt is not None else 0
+    if indent + len(line) > 99:
+        pad = " " * (len(ref) + len(".convert_opset("))
+        line = f"{ref}.convert_opset({f}, {opset},\n{pad}out={f})"
+    why = (f"# compat.migrate: torch exports opset {DYNAMO_MIN_OPSET} here; compat.convert_opset "
+           f"keeps opset_version={opset}")
+    return (Edit("follow", ec.key, (line,)), Edit("comment", ec.key, (why,)), *imports)
 
 
 def decide(ctx: Context, ec: ExportCall) -> Route:
-    """Where this call should export, and the edits that pin it there."""
+    """Where this call should export, and the edits that pin it there.
+
+    With ledger evidence, every record of the call site counts: a form plain torch cannot give
+    one of its models (what only the shim did, routes that differ by model) keeps the call on
+    ``compat.export``; so does a plain-torch call that would not write what the shim wrote (the
+    binding of ``input_names``, dim names, the opset where ``compat.convert_opset`` cannot
+    follow). ``opset_version`` is never rewritten.
+    """
     opt = ec.options.get("dynamo")
     if opt is not None:
         value = literal(opt.value)
@@ -82,7 +202,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     if ec.dynamo_maybe_in_kwargs:
         return Route(None, explicit=True)
     if ec.custom_symbolics:
-        return _via_compat(ctx, ec)
+        return _via_compat(ctx, ec, ["custom symbolics in this file (compat.export honours them)"])
     if ctx.before_dynamo_keyword():
         return Route(None, old_torch=True)
     pins = [(code, why) for code, why in onx2.pin_reason(ctx, ec) + onx1.pin_reason(ctx, ec)
@@ -92,34 +212,49 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         why = (f"opset_version={opset} is below {DYNAMO_MIN_OPSET}, the lowest opset the "
                "torch.export exporter builds")
         pins.append(("ONX001", why))
-    evidence = ctx.evidence_for(ec.node)
-    taken = evidence.get("route_taken") if evidence is not None else None
-    failed = set(evidence.get("failed_routes") or ()) if evidence is not None else set()
-    only_shim = (evidence.get("shim_only") or shim_only(evidence)) if taken == "dynamo" else None
-    if only_shim:  # plain torch cannot do what the shim did here: stay on the shim
-        return _via_compat(ctx, ec, {**evidence, "shim_only": only_shim})
+    verdict = ctx.evidence_for(ec.node)
+    site = evidence.site(verdict)
+    if site is not None and not site.ok:
+        site = None  # only failed records: they say which routes not to pin
+    taken = verdict.get("route_taken") if verdict is not None else None
+    failed = set(verdict.get("failed_routes") or ()) if verdict is not None else set()
+    if site is not None:
+        reasons = site.keeps_shim()
+        if reasons:  # plain torch cannot do what the shim did for one of its models
+            return _via_compat(ctx, ec, reasons, verdict)
     if taken == "dynamo":
         kept = [(code, why) for code, why in onx1.translated_pins(ctx, ec)
                 if _enabled(ctx, ec, code)]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
-            return _via_compat(ctx, ec, evidence)
-        route = (Route(False, pins=kept, evidence=evidence, from_ledger=True) if kept
-                 else Route(True, evidence=evidence, from_ledger=True))
+            return _via_compat(ctx, ec, ["the shim translated options plain torch ignores and "
+                                         "the TorchScript route failed here"], verdict)
+        route = (Route(False, pins=kept, evidence=verdict, from_ledger=True) if kept
+                 else Route(True, evidence=verdict, from_ledger=True))
     elif taken == "legacy":
-        route = Route(False, pins=pins, evidence=evidence, from_ledger=True)
+        route = Route(False, pins=pins, evidence=verdict, from_ledger=True)
     else:
         route = Route(not pins, pins=pins)
         if ("dynamo" if route.dynamo else "legacy") in failed:
             route.blocked = True  # the ledger shows this route failing here: pin nothing
+    if route.dynamo:  # plain torch must write what the shim wrote
+        clear = site is not None and taken == "dynamo"  # its records show the binding agreed
+        problems = [p for p in (None if clear else onx1.dict_inputs_problem(ctx, ec),
+                                onx1.plain_dims_problem(ctx, ec, site)) if p]
+        route.convert, why = _opset_step(ctx, ec, site)
+        problems += [why] if why else []
+        if problems:
+            return _via_compat(ctx, ec, problems, verdict)
+    if site is not None and (route.dynamo or not any(c != "ONX001" for c, _ in pins)):
+        route.undecided = _too_few(ctx, ec, site)
+        if route.undecided:
+            return route
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
-    if route.dynamo and route.from_ledger and _converted_down(ec, evidence):
-        opt = ec.options["opset_version"]
-        edits[:0] = ec.edits_for(opt, Edit("set", ec.key, ("opset_version", str(DYNAMO_MIN_OPSET))))
-        route.opset = DYNAMO_MIN_OPSET
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
             edits.append(Edit("add", ec.key, ("external_data", "False")))
+        if route.convert:
+            edits += _convert_edits(ctx, ec, route.convert)
     else:
         edits.append(Edit("comment", ec.key, (_comment(route),)))
     route.pin_edits = tuple(edits)
@@ -145,22 +280,20 @@ def check_export(ctx: Context, ec: ExportCall) -> Route:
         ctx.emit("ONX001", ec.node, note=f"the ledger shows the {failed} route failing here: "
                  "no route to pin")
         return Route(None, explicit=True)
-    if route.via_compat and route.evidence is not None and route.evidence.get("shim_only"):
-        note = "; ".join(route.evidence["shim_only"]) + ": export through compat.export"
-    elif route.via_compat and route.evidence is not None:
-        note = ("the shim translated options plain torch ignores and the TorchScript route failed "
-                "here: export through compat.export")
-    elif route.via_compat:
-        note = "custom symbolics in this file: export through compat.export"
+    if route.undecided:
+        ctx.emit("ONX001", ec.node, note=route.undecided)
+        return Route(None, explicit=True)
+    if route.via_compat:
+        note = "; ".join(route.why) + ": export through compat.export"
     elif route.from_ledger and route.pins and route.evidence.get("route_taken") == "dynamo":
         note = "dynamo=False: " + "; ".join(r for _, r in route.pins)
     elif route.from_ledger:
         note = f"ledger: exported on the {'torch.export' if route.dynamo else 'TorchScript'} route"
-        if route.opset is not None:
-            note += f", built at opset {route.opset}: opset_version={route.opset}"
     elif route.dynamo:
         note = "dynamo=True"
     else:
         note = "dynamo=False: " + "; ".join(r for _, r in route.pins)
+    if route.convert:
+        note += f"; opset_version={route.convert} kept, compat.convert_opset after the export"
     ctx.emit("ONX001", ec.node, "safe", route.pin_edits, note=note)
     return route

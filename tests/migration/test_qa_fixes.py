@@ -67,8 +67,14 @@ def test_old_opset_pins_torchscript() -> None:
 def test_old_opset_follows_ledger_evidence() -> None:
     src = H + "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
     out, _, _, _ = fix_text(src, "t.py", Options(fix=True), evidence={3: {"route_taken": "dynamo"}})
-    assert out == H + ("torch.onnx.export(model, (x,), 'd.onnx', opset_version=11, dynamo=True, "
-                       "external_data=False)\n")
+    # opset_version is never rewritten: compat.convert_opset keeps it (issue 18.1)
+    assert out == H + (
+        "import torch_onnx_compat as compat\n"
+        "# compat.migrate: torch exports opset 18 here; compat.convert_opset keeps "
+        "opset_version=11\n"
+        "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11, dynamo=True, "
+        "external_data=False)\n"
+        "compat.convert_opset('d.onnx', 11, out='d.onnx')\n")
 
 
 # 3. training=None (torch 1.11 layout default) is EVAL
@@ -112,7 +118,9 @@ def test_shim_import_is_the_installed_name_or_reused(imported, ref) -> None:
     header = "import torch\n" + imported
     added = "" if imported else "import torch_onnx_compat as compat\n"
     assert rw(SYMBOLIC_EXPORT, header=header) == (
-        f"{added}{ref}.register_custom_op_symbolic('::gelu', g, 1)\n{ref}.export(m, x, f)\n")
+        f"{added}{ref}.register_custom_op_symbolic('::gelu', g, 1)\n"
+        "# compat.migrate: compat.export because custom symbolics in this file (compat.export "
+        f"honours them)\n{ref}.export(m, x, f)\n")
 
 
 SYMBOLIC_CLASS = ("class F(torch.autograd.Function):\n"

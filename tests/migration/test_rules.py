@@ -26,7 +26,7 @@ CASES = [
     ("torch.onnx.export(m, (x, y), 'm.onnx', input_names=['x', 'y'], "
      "dynamic_axes={'x': {0: 'batch'}, 'y': [0, 1], 'out': {0: 'batch'}})\n",
      "torch.onnx.export(m, (x, y), 'm.onnx', input_names=['x', 'y'], "
-     "dynamic_shapes=({0: torch.export.Dim.AUTO}, {0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO}), "
+     "dynamic_shapes=({0: 'batch'}, {0: 'y_dynamic_axes_1', 1: 'y_dynamic_axes_2'}), "
      "dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, dynamic_axes=axes)\n",
      "# TODO(compat.migrate): dynamo=False because dynamic_axes is not a literal "
@@ -79,6 +79,8 @@ CASES = [
     ("torch.onnx.register_custom_op_symbolic('::gelu', g, 1)\n"
      "torch.onnx.export(m, x, f)\n",
      "import torch_onnx_compat as compat\ncompat.register_custom_op_symbolic('::gelu', g, 1)\n"
+     "# compat.migrate: compat.export because custom symbolics in this file (compat.export "
+     "honours them)\n"
      "compat.export(m, x, f)\n"),
 ]
 

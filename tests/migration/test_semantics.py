@@ -169,7 +169,7 @@ def test_module_constants_are_resolved_like_literals() -> None:
         """)
     assert 'opset_version=OPSET_VERSION, dynamo=False)' in out
     assert "opset_version=15 is below 18" in out
-    assert 'dynamic_shapes=({0: torch.export.Dim.AUTO},), dynamo=True' in out
+    assert 'dynamic_shapes=({0: "batch"},), dynamo=True' in out  # the axis name kept
 
 
 @pytest.mark.parametrize("rebind", [
@@ -373,8 +373,11 @@ def test_old_torch_branch_is_dead_code_and_live_branch_migrates(flag_import, tes
     assert not [f for f in found if f[0] != "ONX501" and if_line < f[1] <= dead_end]
     out = fix(src)
     assert "use_external_data_format=config.use_external_data_format" in out  # dead: untouched
-    assert out.count("dynamic_shapes={name: {axis: torch.export.Dim.AUTO for axis in axes} for name, axes in config.inputs.items()}") == 1
-    assert re.search(r"dynamo=True,\s+external_data=False", out) and "dynamo=False" not in out
+    # the live call: keyword inputs of a dict attached to input_names, a computed dynamic_axes and
+    # opset: without a ledger plain torch's binding and dims cannot be shown to be the shim's
+    assert out.count("compat.export(") == 1 and "onnx_export(\n" in out
+    assert "# compat.migrate: compat.export because input_names with keyword inputs in a" in out
+    assert "dynamo=" not in out and "opset_version=opset," in out
 
 
 def test_branch_live_on_the_target_torch_is_migrated_normally() -> None:
@@ -385,14 +388,24 @@ def test_branch_live_on_the_target_torch_is_migrated_normally() -> None:
                                                "else:\n    torch.onnx.export(m, x, 'm.onnx')\n")]
 
 
-def test_ledger_shows_torch_export_route_converted_down_opset_18() -> None:
-    record = {"route_taken": "dynamo", "translations": [
-        {"code": "", "option": "opset_version",
-         "action": "11: built at opset 18, converted down by compat's down-conversion"}]}
+def test_a_helpers_single_record_is_too_few_to_leave_the_shim() -> None:
+    """export_pytorch exports what its callers pass: one record shows one of their models."""
+    record = {"route_taken": "dynamo", "model": "BertModel", "output": "/o/bert.onnx",
+              "translations": [{"code": "ONX001", "option": "opset_version",
+                                "action": "11: built at 18, converted to 11 by compat's "
+                                          "down-conversion (0 nodes rewritten, 0 relabelled)"}]}
     src = HF_BRANCH.format(flag_import="", test='torch.__version__ < "1.11"')
     line = src.splitlines().index("    else:") + 4  # the live call's first line, after H
-    out = fix(src, {line: record})
-    assert out.count("opset_version=18") == 1 and "opset_version=opset," in out  # dead untouched
+    found = check_text(H + textwrap.dedent(src), "t.py", Options(), {line: record})
+    (onx001,) = [f for f in found if f.code == "ONX001"]
+    assert onx001.applicability == "none" and "1 record(s) (BertModel)" in onx001.message
+    assert "callers of export_pytorch() pass ('model')" in onx001.message
+    assert fix(src, {line: record}) == fix(src, {line: record}, select=("ONX001",))
+    two = {"records": [record, {**record, "model": "GPT2Model"}], **record}
+    out = fix(src, {line: two})
+    assert "opset_version=18" not in out and "opset_version=opset," in out  # never rewritten
+    assert "compat.convert_opset(output.as_posix(), opset, out=output.as_posix())" in out
+    assert "dynamic_shapes=dict(config.inputs)" in out and "dynamo=True" in out
 
 
 def test_onnx_config_comprehension_without_matching_input_names_is_not_converted() -> None:
@@ -422,7 +435,13 @@ def test_unselected_option_still_decides_the_route_and_the_hint_names_it() -> No
     assert "dynamo=False" in fix(src, select=("ONX102", "ONX001"))
 
 
-# -- dynamic_axes -> Dim.AUTO (the shim's translation), spelled with the file's own imports ------
+# -- dynamic_axes -> string dims (names kept); Dim.AUTO where the ledger shows the model fixing the
+# axis (the shim's translation), spelled with the file's own imports ------------------------------
+
+FIXED_RECORD = {"route_taken": "dynamo", "translations": [
+    {"code": "ONX101", "option": "dynamic_axes",
+     "action": "axis x[0] ('batch') is fixed by the model at 4; exported static"}]}
+
 
 @pytest.mark.parametrize("imports, call, want, adds_import", [
     ("import torch as T\n", "T.onnx.export", "{0: T.export.Dim.AUTO}", False),
@@ -435,6 +454,8 @@ def test_dynamic_axes_become_dim_auto_with_the_files_torch_binding(imports, call
            "dynamic_axes={'x': {0: 'batch'}, 'y': [0]})\n")
     opts = Options(fix=True)
     out, _, _, _ = fix_text(src, "t.py", opts)
+    assert f"dynamic_shapes=({{0: 'batch'}},)" in out and "dynamic_axes" not in out
+    out, _, _, _ = fix_text(src, "t.py", opts, {1 + imports.count("\n"): FIXED_RECORD})
     assert f"dynamic_shapes=({want},)" in out and "dynamic_axes" not in out
     assert out.count("import torch\n") == imports.count("import torch\n") + adds_import
     assert fix_text(out, "t.py", opts)[0] == out

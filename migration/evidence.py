@@ -1,0 +1,125 @@
+"""What every ledger record of one call site says about the model the shim wrote there.
+
+A call site may export many models (one script, one helper function serving its callers): the
+rewriter decides on all of its records, and a form that fails for one of them is not chosen.
+Read from the verdict ``migration.ledger`` builds (its ``records``; a verdict without them, as
+tests pass, is one record).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from compat.catalog import INPUT_BINDING, NOT_PARAMETERS
+
+from .ledger import ROUTES, shim_only
+
+#: the torch.export route's note on an axis the model fixes (dynamo/dynamic_shapes.py)
+_FIXED = re.compile(r"axis (?P<input>.+?)\[(?P<axis>\d+)\] \('(?P<name>.*?)'\) is fixed by the model")
+#: the down-conversion note on ``opset_version`` (compat/routing/dispatch.py)
+_CONVERTED = re.compile(r"^(?P<opset>\d+): built at (?P<built>\d+), converted to")
+_DIM_NAMES = re.compile(r"dim_params named \[(?P<names>[^\]]*)\]")
+_LIST_FORM = re.compile(r"_dynamic_axes_\d+$")
+
+
+@dataclass(frozen=True)
+class Site:
+    """The records of one call site."""
+
+    records: tuple[dict, ...]
+
+    @property
+    def ok(self) -> list[dict]:
+        """The records of exports that succeeded on a route."""
+        return [r for r in self.records
+                if r.get("status", "ok") == "ok" and r.get("route_taken") in ROUTES]
+
+    @property
+    def routes(self) -> set[str]:
+        return {r["route_taken"] for r in self.ok}
+
+    @property
+    def models(self) -> list[str]:
+        """The model classes exported here (as recorded), in first-seen order."""
+        return list(dict.fromkeys(str(r.get("model") or "?") for r in self.ok))
+
+    def _translations(self, option: str) -> list[dict]:
+        return [t for r in self.ok if r.get("route_taken") == "dynamo"
+                for t in r.get("translations") or () if isinstance(t, dict)
+                and t.get("option") == option and isinstance(t.get("action"), str)]
+
+    def keeps_shim(self) -> list[str]:
+        """Why no plain-torch form serves every record (empty: one may), each with the models it
+        concerns: what only the shim did (transformers' cache registration, an opset no route
+        reached, input names bound in forward()'s order where plain torch binds another), or
+        routes that differ by model."""
+        found: dict[str, list[str]] = {}
+        for record in self.ok:
+            if record.get("route_taken") != "dynamo":
+                continue
+            why = list(shim_only(record))
+            if any(t.get("option") == "input_names" and isinstance(t.get("action"), str)
+                   and t["action"].startswith(INPUT_BINDING)
+                   for t in record.get("translations") or () if isinstance(t, dict)):
+                why.append("the shim attached input_names to forward()'s parameters in their "
+                           "order, plain torch names the graph inputs in the call's")
+            for reason in why:
+                found.setdefault(reason, []).append(str(record.get("model") or "?"))
+        out = [f"{reason} ({', '.join(dict.fromkeys(models))})" for reason, models in found.items()]
+        if len(self.routes) > 1:
+            by_route = {route: [str(r.get("model")) for r in self.ok if r["route_taken"] == route]
+                        for route in ROUTES}
+            out.append("the shim exported " + " and ".join(
+                f"{', '.join(dict.fromkeys(m))} on the {_ROUTE_NAMES[route]} route"
+                for route, m in by_route.items()) + ": no one plain route serves both")
+        return out
+
+    def converted_down(self) -> list[int]:
+        """The opsets the shim built at the torch.export route's and converted down to itself."""
+        found = []
+        for t in self._translations("opset_version"):
+            m = _CONVERTED.match(t["action"])
+            if m and int(m.group("opset")) < int(m.group("built")):
+                found.append(int(m.group("opset")))
+        return sorted(set(found))
+
+    def fixed_axes(self) -> set[tuple[str, int]]:
+        """``(input name, axis)`` of the legacy dynamic axes the model fixes (the shim exported
+        them static)."""
+        return {(m.group("input"), int(m.group("axis")))
+                for t in self._translations("dynamic_axes") for m in _FIXED.finditer(t["action"])}
+
+    def dim_names(self) -> set[str]:
+        """The dim_params the shim wrote for the legacy dynamic axes."""
+        out: set[str] = set()
+        for t in self._translations("dynamic_axes"):
+            m = _DIM_NAMES.search(t["action"])
+            if m:
+                out |= {n.strip().strip("'\"") for n in m.group("names").split(",") if n.strip()}
+        return out
+
+    def names_by_parameter(self) -> bool:
+        """Whether every record's dynamic axes were keyed by forward() parameters holding one
+        tensor, with ``{axis: name}`` dicts (names a ``dynamic_shapes`` keyed by the same keys
+        keeps)."""
+        return not any(NOT_PARAMETERS in t["action"] for t in self._translations("dynamic_axes")) \
+            and not any(_LIST_FORM.search(n) for n in self.dim_names())
+
+    def written_to_files(self) -> bool:
+        """Every record wrote its model to a path (not a file object, not ``f=None``)."""
+        outputs = [r.get("output") for r in self.ok]
+        return bool(outputs) and all(isinstance(o, str) and not o.startswith("<") for o in outputs)
+
+
+_ROUTE_NAMES = {"dynamo": "torch.export", "legacy": "TorchScript"}
+
+
+def site(verdict: dict | None) -> Site | None:
+    """The records behind a ledger verdict (None: no ledger evidence for the call)."""
+    if not verdict:
+        return None
+    records = verdict.get("records")
+    if not isinstance(records, list):
+        records = [verdict]
+    return Site(tuple(r for r in records if isinstance(r, dict)))
