@@ -9,10 +9,14 @@ per-suffix file layer (``sources.py`` for Python files, ``notebook.py`` for note
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from dataclasses import dataclass, field
+
+import libcst as cst
 
 from compat.catalog import prefilter_tokens
 
+from . import unused_imports
 from .analysis import Context, _splitlines, analyze
 from .ledger import LedgerIndex, shift_lines
 from .model import SYNTAX_ERROR, Finding
@@ -171,6 +175,24 @@ def _drop(f: Finding, reason: str, dropped: list[str], failed: dict | None) -> N
         failed[_signature(f)] = reason
 
 
+def _drop_unused_imports(text: str, tree: ast.Module, read_before: Counter, path: str,
+                         flags: int) -> str:
+    """``text`` without the imports its fixes left unused (``unused_imports.py``); as it
+    was when there are none or their removal does not check out (e.g. an emptied block)."""
+    names = unused_imports.newly_unread(read_before, tree)
+    if not names or path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py":
+        return text  # a package's names are its API
+    try:
+        edits = unused_imports.drop_edits(text, names)
+        if not edits:
+            return text
+        cleanup = Finding("import", edits[0].key[0], 1, "safe", tuple(edits), path=path)
+        new, _ = _apply(text, tree, [cleanup], [], path, flags)
+    except (UnsafeRewrite, RecursionError, cst.ParserSyntaxError):
+        return text
+    return new
+
+
 def fix_text(text: str, path: str, opts: Options, evidence: dict | None = None,
              preamble: ast.Module | None = None, flags: int = 0
              ) -> tuple[str, list[Finding], list[Finding], list[str]]:
@@ -187,10 +209,13 @@ def fix_text(text: str, path: str, opts: Options, evidence: dict | None = None,
     if isinstance(tree, Finding):
         return text, [], [tree], []
     findings = check_text(text, path, opts, evidence, tree=tree, preamble=preamble)
+    read_before = None
     for _ in range(MAX_ROUNDS):
         todo = [f for f in findings if opts.applies(f) and _signature(f) not in failed]
         if not todo:
             break
+        if read_before is None:
+            read_before = unused_imports.reads(tree)
         new, done = _apply(text, tree, todo, dropped, path, flags, failed)
         if new == text:
             break
@@ -202,6 +227,16 @@ def fix_text(text: str, path: str, opts: Options, evidence: dict | None = None,
         if isinstance(tree, Finding):  # cannot happen: every rewritten statement compiled
             raise UnsafeRewrite(f"the rewritten file does not parse: {tree.note}")
         findings = check_text(text, path, opts, evidence, tree=tree, preamble=preamble)
+    if fixed and read_before is not None and preamble is None:
+        new = _drop_unused_imports(text, tree, read_before, path, flags)
+        if new != text:  # lines moved: the findings left are found again where they now are
+            evidence = shift_lines(evidence, text, new)
+            text = new
+            del tree
+            tree = parse(text, path)
+            if isinstance(tree, Finding):
+                raise UnsafeRewrite(f"the rewritten file does not parse: {tree.note}")
+            findings = check_text(text, path, opts, evidence, tree=tree, preamble=preamble)
     for f in findings:
         reason = failed.get(_signature(f))
         if reason is not None and opts.applies(f):

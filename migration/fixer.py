@@ -5,7 +5,8 @@ on a call: ``to_kw`` (index, name), ``rename`` (old, new), ``set`` (name, code),
 ``add`` (name, code), ``func`` (code), ``dynamo_export`` (func code); on the statement holding the
 call: ``before`` / ``after`` (statement code; ``follow``: right after the call, before the
 ``after`` ones), ``comment`` (text); ``with_unwrap`` (statement code)
-on a With; ``importfrom_module`` (module) on an ImportFrom; ``import`` (statement) at (0, 0).
+on a With; ``importfrom_module`` (module) on an ImportFrom; ``drop_import`` (the bound name) on
+an Import or ImportFrom; ``import`` (statement) at (0, 0).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from . import unused_imports
 from .model import Edit, Key
 
 _CALL_ORDER = ("to_kw", "rename", "set", "drop", "add", "func", "dynamo_export")
@@ -45,40 +47,44 @@ def _bare(pw: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
                            empty_lines=[])
 
 
-def _own_line(tw: cst.TrailingWhitespace, indent: bool, ws: cst.SimpleWhitespace
-              ) -> list[cst.EmptyLine]:
-    """A trailing comment as an own-line comment (indented like the arguments)."""
-    if tw.comment is None:
-        return []
-    return [cst.EmptyLine(indent=indent, whitespace=ws, comment=tw.comment, newline=tw.newline)]
-
-
 def _merge(first: object, second: object, prefer_first: bool) -> object:
     """The whitespace replacing ``first <removed argument> second``.
 
-    Keeps the line break after ``first`` and every comment: own-line comments stay where they
-    are (in front of the following argument or the closing parenthesis), the removed argument's
-    trailing comment becomes an own-line comment there too.
+    Keeps the line break after ``first`` and the comments that are not the removed argument's:
+    own-line comments stay where they are (above it, in front of the following argument or the
+    closing parenthesis); its trailing comment goes with it (``_drop``).
     """
     a, b = _pw(first), _pw(second)
     if a is not None and b is not None:
-        extra = _own_line(b.first_line, b.indent, a.last_line) + list(b.empty_lines)
-        return a.with_changes(empty_lines=[*a.empty_lines, *extra], indent=b.indent,
+        return a.with_changes(empty_lines=[*a.empty_lines, *b.empty_lines], indent=b.indent,
                               last_line=b.last_line)
     if b is not None:
-        return _bare(b).with_changes(
-            empty_lines=_own_line(b.first_line, b.indent, b.last_line) + list(b.empty_lines))
+        return _bare(b).with_changes(empty_lines=list(b.empty_lines))
     if a is not None and (prefer_first or a.first_line.comment or a.empty_lines):
         return a if prefer_first else a.with_changes(last_line=cst.SimpleWhitespace(""))
     return first if prefer_first and first is not None else second
 
 
-def _drop(args: list[cst.Arg], i: int) -> None:
+def _drop(args: list[cst.Arg], i: int) -> list[str]:
+    """Remove argument ``i``; returns the comments that went with it, which belonged to it: the
+    one after it on its line, those inside it and the own-line comments right above it (no
+    blank line between). Other comments around it stay."""
     removed = args.pop(i)
-    if i == 0:
-        return
+    trailing = removed.comma.whitespace_after if isinstance(removed.comma, cst.Comma) \
+        else removed.whitespace_after_arg
+    kept = comments_of(*_pw(trailing).empty_lines) if _pw(trailing) is not None else []
+    gone = list((Counter(comments_of(removed)) - Counter(kept)).elements())
+    if i == 0:  # (never the case for an option) the comments above the next one move up
+        return gone
     prev = args[i - 1]
     first = prev.comma.whitespace_after if isinstance(prev.comma, cst.Comma) else None
+    above = _pw(first)
+    if above is not None:  # the own-line comments right above it (no blank line between) too
+        lines = list(above.empty_lines)
+        while lines and lines[-1].comment is not None:
+            gone.append(lines.pop().comment.value)  # type: ignore[union-attr]
+        first = above.with_changes(empty_lines=lines)
+        prev = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=first))
     if i < len(args):  # an argument follows: the comma before the removed one now leads to it
         ws = _merge(first, removed.comma.whitespace_after, True)
         args[i - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))
@@ -88,6 +94,7 @@ def _drop(args: list[cst.Arg], i: int) -> None:
     else:
         ws = _merge(first, removed.whitespace_after_arg, False)
         args[i - 1] = prev.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=ws)
+    return gone
 
 
 def _add(args: list[cst.Arg], name: str, code: str) -> None:
@@ -148,7 +155,7 @@ def _dynamo_export(call: cst.Call, func: str) -> cst.Call:
     return cst.parse_expression(f"{func}({', '.join(parts)})")  # type: ignore[return-value]
 
 
-def _to_keywords(args: list[cst.Arg], todo: Iterable[tuple[int, str]]) -> None:
+def _to_keywords(args: list[cst.Arg], todo: Iterable[tuple[int, str]], gone: list[str]) -> None:
     """Name positional arguments (``(index, name)`` pairs, indices of the original call).
 
     A positional option also passed as a keyword (a TypeError at run time) is dropped: the
@@ -162,15 +169,18 @@ def _to_keywords(args: list[cst.Arg], todo: Iterable[tuple[int, str]]) -> None:
             else:
                 args[idx] = args[idx].with_changes(keyword=cst.Name(name), equal=_NO_SPACE)
     for idx in sorted(duplicates, reverse=True):
-        _drop(args, idx)
+        gone += _drop(args, idx)
 
 
-def _apply_call(call: cst.Call, edits: Sequence[Edit]) -> cst.Call:
+def _apply_call(call: cst.Call, edits: Sequence[Edit], gone: list[str], shift: int = 0
+                ) -> cst.Call:
+    """``call`` with ``edits`` applied; the comments of dropped arguments are added to ``gone``,
+    and with a new callee continuation lines move ``shift`` columns (see ``_Fixer._shift``)."""
     args = list(call.args)
     func = None
     for kind in _CALL_ORDER:
         if kind == "to_kw":
-            _to_keywords(args, [e.args for e in edits if e.kind == kind])
+            _to_keywords(args, [e.args for e in edits if e.kind == kind], gone)
             continue
         for e in (e for e in edits if e.kind == kind):
             if kind == "rename":
@@ -184,7 +194,7 @@ def _apply_call(call: cst.Call, edits: Sequence[Edit]) -> cst.Call:
             elif kind == "drop":
                 i = _find(args, e.args[0])
                 if i is not None:
-                    _drop(args, i)
+                    gone += _drop(args, i)
             elif kind == "add":  # a keyword that is already there gets the new value
                 i = _find(args, e.args[0])
                 if i is None:
@@ -195,8 +205,33 @@ def _apply_call(call: cst.Call, edits: Sequence[Edit]) -> cst.Call:
                 func = cst.parse_expression(e.args[0])
             elif kind == "dynamo_export":
                 return _dynamo_export(call, e.args[0])
+    if func is not None and shift:
+        args = [a.visit(_Shift(shift)) for a in args]  # type: ignore[misc]
     call = call.with_changes(args=args)
     return call.with_changes(func=func) if func is not None else call
+
+
+class _Shift(cst.CSTTransformer):
+    """Moves every continuation line (and own-line comment) of the visited arguments ``delta``
+    columns: arguments aligned under a callee's open parenthesis follow a callee of another
+    length (``torch.onnx.export(`` -> ``compat.export(``)."""
+
+    def __init__(self, delta: int) -> None:
+        super().__init__()
+        self.delta = delta
+
+    def _moved(self, ws: cst.SimpleWhitespace) -> cst.SimpleWhitespace:
+        if self.delta > 0:
+            return cst.SimpleWhitespace(ws.value + " " * self.delta)
+        cut = -self.delta
+        return cst.SimpleWhitespace(ws.value[cut:]) if ws.value[-cut:] == " " * cut else ws
+
+    def leave_ParenthesizedWhitespace(self, original: cst.ParenthesizedWhitespace,
+                                      updated: cst.ParenthesizedWhitespace
+                                      ) -> cst.ParenthesizedWhitespace:
+        lines = [e.with_changes(whitespace=self._moved(e.whitespace)) if e.comment else e
+                 for e in updated.empty_lines]
+        return updated.with_changes(last_line=self._moved(updated.last_line), empty_lines=lines)
 
 
 def _comment_lines(texts: Iterable[str]) -> list[cst.EmptyLine]:
@@ -247,6 +282,7 @@ class _Fixer(cst.CSTTransformer):
         self.frames: list[dict[str, list[str]]] = []
         # trailing comments of an unwrapped ``with`` block, by the statement they now follow
         self.footers: dict[int, list[cst.EmptyLine]] = {}
+        self.dropped: list[str] = []  # comments of dropped arguments, which went with them
 
     def _edits(self, node: cst.CSTNode) -> list[Edit]:
         pos = self.get_metadata(PositionProvider, node).start
@@ -289,13 +325,32 @@ class _Fixer(cst.CSTTransformer):
             for e in edits:
                 if e.kind in frame and e.args[0] not in frame[e.kind]:
                     frame[e.kind].append(e.args[0])
-        new = _apply_call(updated, edits)
-        lost = _lost(updated, new)
+        gone: list[str] = []
+        new = _apply_call(updated, edits, gone, self._shift(original, edits))
+        self.dropped += gone
+        lost = list((Counter(_lost(updated, new)) - Counter(gone)).elements())
         if lost:
             if frame is None:
                 raise ValueError("comments of an edited call have no statement to go to")
             frame["kept"].extend(lost)
         return new
+
+    def _shift(self, original: cst.Call, edits: Sequence[Edit]) -> int:
+        """How far the continuation lines move with a new callee: its change of length when the
+        arguments are aligned under the open parenthesis (the first one on a later line starts
+        right after it), else 0 (hanging indents stay)."""
+        func = next((e.args[0] for e in edits if e.kind == "func"), None)
+        if func is None or isinstance(original.whitespace_before_args, cst.ParenthesizedWhitespace):
+            return 0
+        where = self.get_metadata(PositionProvider, original.func)
+        paren = where.end.column + len(_code(original.whitespace_after_func))
+        for arg in original.args:
+            start = self.get_metadata(PositionProvider, arg).start
+            if start.line > where.end.line:
+                if start.column != paren + 1:
+                    return 0
+                return len(_code(cst.parse_expression(func))) - len(_code(original.func))
+        return 0
 
     def leave_With(self, original: cst.With, updated: cst.With):
         edits = [e for e in self._edits(original) if e.kind == "with_unwrap"]
@@ -354,8 +409,12 @@ class _Fixer(cst.CSTTransformer):
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
         for e in self._edits(original):
             if e.kind == "importfrom_module":
-                return updated.with_changes(module=cst.parse_expression(e.args[0]))
-        return updated
+                updated = updated.with_changes(module=cst.parse_expression(e.args[0]))
+        return self.leave_Import(original, updated)  # type: ignore[arg-type]
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import):
+        unused = {e.args[0] for e in self._edits(original) if e.kind == "drop_import"}
+        return unused_imports.without(updated, unused) if unused else updated
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if self.footers:
@@ -385,10 +444,12 @@ def _final_newline(text: str) -> str:
     return ""
 
 
-def apply_edits(text: str, edits: Iterable[Edit], newline: str | None = None) -> str:
+def apply_edits(text: str, edits: Iterable[Edit], newline: str | None = None,
+                dropped: list[str] | None = None) -> str:
     """``text`` with ``edits`` applied (libcst round trip; untouched code is unchanged).
 
     ``newline`` is the file's line ending, for inserted lines (a one-line snippet shows none).
+    The comments of dropped arguments, which went with them, are added to ``dropped``.
     The final line ending is set aside: libcst 1.9 loses a final ``\\r``.
     """
     end = _final_newline(text)
@@ -399,4 +460,11 @@ def apply_edits(text: str, edits: Iterable[Edit], newline: str | None = None) ->
         # libcst 1.x ignores the config's newline for a one-line piece (nothing to detect)
         module = module.with_changes(default_newline=newline)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    return wrapper.visit(_Fixer(edits)).code + end
+    fixer = _Fixer(edits)
+    result = wrapper.visit(fixer)
+    if not result.body and not result.header and not result.footer:
+        return ""  # every statement went (an unused import): libcst would write a blank line
+    out = result.code + end
+    if dropped is not None:
+        dropped += fixer.dropped
+    return out

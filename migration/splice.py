@@ -106,7 +106,7 @@ def _targets(layout: Layout, piece: Piece) -> dict[Key, list[ast.AST]]:
     out: dict[Key, list[ast.AST]] = {}
     for stmt in piece.stmts:
         for node in ast.walk(stmt):
-            if isinstance(node, (ast.Call, ast.With, ast.ImportFrom)):
+            if isinstance(node, (ast.Call, ast.With, ast.Import, ast.ImportFrom)):
                 line = layout.lines[node.lineno - 1]
                 out.setdefault((node.lineno, _char_col(line, node.col_offset)), []).append(node)
     return out
@@ -150,11 +150,12 @@ def regions(layout: Layout, piece: Piece) -> list[Region]:
     for e in piece.edits:
         if e.kind in ("before", "after", "follow", "comment", "import"):
             continue  # insertions: nothing of the old text goes
-        wanted = {"with_unwrap": ast.With, "importfrom_module": ast.ImportFrom}.get(e.kind, ast.Call)
+        wanted = {"with_unwrap": ast.With, "importfrom_module": ast.ImportFrom,
+                  "drop_import": (ast.Import, ast.ImportFrom)}.get(e.kind, ast.Call)
         key = (e.key[0] + shift, e.key[1])
         node = next((n for n in nodes.get(key, ()) if isinstance(n, wanted)), None)
         if node is None:
-            raise FixFailed(f"no {wanted.__name__} at line {key[0]}")
+            raise FixFailed(f"no {getattr(wanted, '__name__', 'import')} at line {key[0]}")
         start = (node.lineno - shift, _char_col(layout.lines[node.lineno - 1], node.col_offset))  # type: ignore[attr-defined]
         if isinstance(node, ast.With):
             colon = _colon(layout, node)
@@ -193,8 +194,9 @@ def rewrite_piece(layout: Layout, piece: Piece, path: str, flags: int) -> str:
     """
     start, end = layout.span(piece.first, piece.last)
     old = layout.text[start:end]
+    gone: list[str] = []  # comments that went with their dropped arguments
     try:
-        new = apply_edits(old, piece.edits, newline=layout.newline)
+        new = apply_edits(old, piece.edits, newline=layout.newline, dropped=gone)
     except RecursionError as exc:
         raise FixFailed("the statement is nested too deeply to rewrite") from exc
     except Exception as exc:
@@ -206,7 +208,7 @@ def rewrite_piece(layout: Layout, piece: Piece, path: str, flags: int) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         msg = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
         raise FixFailed(f"the result does not compile ({msg})") from exc
-    problem = lost(old, new, regions(layout, piece))
+    problem = lost(old, new, regions(layout, piece), gone)
     if problem is not None:
         raise UnsafeRewrite(f"lines {piece.first}-{piece.last}: {problem}")
     return new

@@ -75,19 +75,24 @@ def _same(old: str, new: str, dedent: bool) -> bool:
     return dedent and old.endswith(new) and not old[:len(old) - len(new)].strip(" \t\x0c")
 
 
-def lost(old: str, new: str, regions: Sequence[Region]) -> str | None:
+def lost(old: str, new: str, regions: Sequence[Region], dropped: Sequence[str] = ()
+         ) -> str | None:
     """None when ``new`` keeps everything of ``old`` outside ``regions``; else what it lost.
 
     Checked: every line not touched by a region appears in ``new`` unchanged and in order (lines
     of a region's ``dedent`` range may lose leading whitespace), every token outside the regions
-    appears in order, and every comment of ``old`` is still in ``new``.
+    appears in order, and every comment of ``old`` is still in ``new`` but those ``dropped``
+    with their arguments, which must lie inside a region.
     """
     try:
         old_tokens, new_tokens = _tokens(old), _tokens(new)
     except (tokenize.TokenError, SyntaxError) as exc:
         return f"cannot tokenize: {exc}"
+    inside = Counter(t.string for t in old_tokens
+                     if t.type == tokenize.COMMENT and _inside(t.start, regions))
+    allowed = Counter(dropped) & inside
     missing = Counter(t.string for t in old_tokens if t.type == tokenize.COMMENT) - Counter(
-        t.string for t in new_tokens if t.type == tokenize.COMMENT)
+        t.string for t in new_tokens if t.type == tokenize.COMMENT) - allowed
     if missing:
         return f"comment lost: {next(iter(missing))!r}"
     keep = [(t.type, t.string) for t in old_tokens

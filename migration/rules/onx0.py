@@ -226,8 +226,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         kept = [(code, why) for code, why in onx1.translated_pins(ctx, ec)
                 if _enabled(ctx, ec, code)]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
-            return _via_compat(ctx, ec, ["the shim translated options plain torch ignores and "
-                                         "the TorchScript route failed here"], verdict)
+            return _via_compat(ctx, ec, [("the shim translated options plain torch ignores and "
+                                          "the TorchScript route failed here")], verdict)
         route = (Route(False, pins=kept, evidence=verdict, from_ledger=True) if kept
                  else Route(True, evidence=verdict, from_ledger=True))
     elif taken == "legacy":

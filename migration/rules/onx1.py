@@ -268,10 +268,9 @@ def _dict_like(ctx: Context, ec: ExportCall, node: ast.expr) -> bool:
         return False
     holder = ec.scope[-1]
     for stmt in ast.walk(holder):
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id
-                                                for t in stmt.targets):
-            if dict_expr(stmt.value):
-                return True
+        if isinstance(stmt, ast.Assign) and dict_expr(stmt.value) and any(
+                isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets):
+            return True
     return False
 
 

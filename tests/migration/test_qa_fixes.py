@@ -11,13 +11,33 @@ from migration.core import Options, check_text, fix_text
 H = "import torch\nfrom torch.onnx import TrainingMode\n"
 
 
-def rw(src: str, unsafe: bool = False, header: str = H, **kw) -> str:
+def rw(src: str, unsafe: bool = False, header: str = H, unused: str = "", **kw) -> str:
+    """The rewrite of ``header + src`` without its header; ``unused``: the header's
+    ``torch.onnx`` name the fix leaves unused, whose import must be gone."""
     src = header + textwrap.dedent(src)
     opts = Options(fix=True, unsafe_fixes=unsafe, **kw)
     out, _, _, _ = fix_text(src, "t.py", opts)
     again, fixed, _, _ = fix_text(out, "t.py", opts)
     assert again == out and not fixed, "second run changed something"
+    if unused:
+        header = without_import(header, unused)
+        assert out.startswith(header), out
     return out[len(header):] if out.startswith(header) else out
+
+
+def without_import(header: str, name: str) -> str:
+    """``header`` without ``name`` in its ``from torch.onnx import`` line: the import a fix that
+    stops reading ``name`` removes (issue 18.7)."""
+    out = []
+    for line in header.splitlines(keepends=True):
+        prefix = "from torch.onnx import "
+        if line.startswith(prefix):
+            names = [n for n in line[len(prefix):].strip().split(", ") if n != name]
+            if not names:
+                continue
+            line = prefix + ", ".join(names) + "\n"
+        out.append(line)
+    return "".join(out)
 
 
 EXPORT_EVAL = "torch.onnx.export(model, (x,), 'm.onnx', training=TrainingMode.EVAL)\n"
@@ -35,7 +55,8 @@ DYNAMO = "torch.onnx.export(model, (x,), 'm.onnx', dynamo=True, external_data=Fa
 ])
 def test_eval_not_evident(before: str) -> None:
     assert rw(before + EXPORT_EVAL) == before + DYNAMO.replace("dynamo=True", "training=TrainingMode.EVAL, dynamo=True")
-    assert rw(before + EXPORT_EVAL, unsafe=True) == before + "model.eval()\n" + DYNAMO
+    assert rw(before + EXPORT_EVAL, unsafe=True, unused="TrainingMode") == \
+        before + "model.eval()\n" + DYNAMO
 
 
 @pytest.mark.parametrize("before", [
@@ -45,12 +66,12 @@ def test_eval_not_evident(before: str) -> None:
     "model.eval()\nmodel = model.to(dev)\nwith torch.no_grad():\n    pass\n",
 ])
 def test_eval_evident(before: str) -> None:
-    assert rw(before + EXPORT_EVAL) == before + DYNAMO
+    assert rw(before + EXPORT_EVAL, unused="TrainingMode") == before + DYNAMO
 
 
 def test_eval_evident_through_with_block() -> None:
     src = "model.eval()\nwith torch.no_grad():\n    " + EXPORT_EVAL
-    assert rw(src) == "model.eval()\nwith torch.no_grad():\n    " + DYNAMO
+    assert rw(src, unused="TrainingMode") == "model.eval()\nwith torch.no_grad():\n    " + DYNAMO
 
 
 # 2. old opsets stay on the TorchScript exporter
@@ -156,7 +177,7 @@ def test_no_statement_insertion_outside_blocks(src: str) -> None:
 
 def test_statement_insertion_for_assignment() -> None:
     src = "def f():\n    p = torch.onnx.export(m, x, f, training=TrainingMode.EVAL, dynamo=True)\n"
-    assert rw(src, unsafe=True) == (
+    assert rw(src, unsafe=True, unused="TrainingMode") == (
         "def f():\n    m.eval()\n    p = torch.onnx.export(m, x, f, dynamo=True)\n")
 
 
@@ -267,7 +288,8 @@ def test_message_does_not_repeat_code() -> None:
     assert "ONX001 ONX001" not in output.text([f])
 
 
-# A. comments in multi-line calls stay once, with their own argument; new keywords get none
+# A. comments in multi-line calls stay once, with their own argument (a dropped argument's go
+# with it, issue 18.7); new keywords get none
 def test_multiline_comments_drop_and_add() -> None:
     src = ("torch.onnx.export(\n"
            "    m, (x,), 'n.onnx',\n"
@@ -277,7 +299,6 @@ def test_multiline_comments_drop_and_add() -> None:
            ")\n")
     assert rw(src) == ("torch.onnx.export(\n"
                        "    m, (x,), 'n.onnx',\n"
-                       "    # keep the old doc strings\n"
                        "    opset_version=18,  # pinned for TensorRT\n"
                        "    dynamo=True,\n"
                        "    external_data=False,\n"
@@ -294,34 +315,35 @@ def test_multiline_comments_old_opset_pin() -> None:
            "    )\n")
     out = rw(src)
     assert out.endswith("        m, (x,), 'n.onnx',\n"
-                        "        # keep the old doc strings\n"
                         "        opset_version=13,  # pinned for TensorRT 7\n"
                         "        dynamo=False,\n"
                         "    )\n")
-    assert out.count("# keep the old doc strings") == 1
+    assert "# keep the old doc strings" not in out
 
 
-def test_multiline_removed_keyword_comments_kept() -> None:
+def test_multiline_removed_keyword_comments_go_with_it() -> None:
     src = ("torch.onnx.export(\n"
            "    m, (x,), 'n.onnx',\n"
-           "    # keep\n"
-           "    strip_doc_string=False,  # strip\n"
+           "    # about the folding\n"
+           "\n"
+           "    # strip\n"
+           "    strip_doc_string=False,  # strip it\n"
            "    opset_version=18,  # pinned\n"
            "    do_constant_folding=True,  # fold\n"
+           "    # end of the options\n"
            ")\n")
     assert rw(src) == ("torch.onnx.export(\n"
                        "    m, (x,), 'n.onnx',\n"
-                       "    # keep\n"
-                       "    # strip\n"
+                       "    # about the folding\n"
+                       "\n"
                        "    opset_version=18,  # pinned\n"
                        "    dynamo=True,\n"
                        "    external_data=False,\n"
-                       "    # fold\n"
+                       "    # end of the options\n"
                        ")\n")
     src = ("torch.onnx.export(m, x, 'm.onnx', do_constant_folding=True,  # fold\n"
            "                  opset_version=18)\n")
     assert rw(src) == ("torch.onnx.export(m, x, 'm.onnx',\n"
-                       "                  # fold\n"
                        "                  opset_version=18, dynamo=True, external_data=False)\n")
 
 

@@ -10,13 +10,19 @@ H = "import torch\nfrom torch.onnx import TrainingMode, OperatorExportTypes\n"
 
 
 def rw(src: str, unsafe: bool = False, **kw) -> str:
+    """The rewrite of ``H + src`` without the header; a name of H the fix stopped reading must
+    have lost its import (issue 18.7)."""
     src = H + textwrap.dedent(src)
     opts = Options(fix=True, unsafe_fixes=unsafe, **kw)
     out, _, _, _ = fix_text(src, "t.py", opts)
     again, fixed, _, _ = fix_text(out, "t.py", opts)
     assert again == out and not fixed, "second run changed something"
-    assert out.startswith(H)
-    return out[len(H):]
+    body = "".join(line for line in out.splitlines(keepends=True)
+                   if not line.startswith(("import torch\n", "from torch.onnx import ")))
+    kept = [n for n in ("TrainingMode", "OperatorExportTypes") if n not in src[len(H):] or n in body]
+    header = "import torch\n" + (f"from torch.onnx import {', '.join(kept)}\n" if kept else "")
+    assert out.startswith(header), out
+    return out[len(header):]
 
 
 CASES = [
