@@ -3,7 +3,10 @@
 For each script in examples/ (copied to a temp folder): `python -m compat run --ledger L script.py
 OUT` (exactly what a user types), then read the ledger and check every produced model with
 onnxruntime. Last, `python -m compat.migrate --ledger L --write` rewrites the copies by that
-evidence, and the rewritten scripts run with plain `python` on the installed torch.
+evidence, the rewritten scripts run on the installed torch as written (`compat run --observe
+--ledger L2`: plain torch, recorded), and `compat verify-migration L L2` checks that each call
+site exported the same model as under the shim (opset, names, dim_params, layout, custom nodes,
+onnxruntime numerics): a migration never changes the model.
 """
 
 from __future__ import annotations
@@ -65,22 +68,32 @@ def main() -> int:
 
 
 def migrate_and_rerun(scripts: pathlib.Path, ledger: pathlib.Path, out: pathlib.Path) -> int:
-    """Rewrite the scripts by the ledger's evidence, then run them with plain python."""
+    """Rewrite the scripts by the ledger's evidence, run them on plain torch (recorded), and
+    verify that every call site exports what the shim exported for the original."""
     print(f"\n=== python -m compat.migrate --ledger {ledger.name} --unsafe-fixes --write scripts/")
     mig = subprocess.run([sys.executable, "-m", "compat.migrate", "--ledger", str(ledger),
                           "--unsafe-fixes", "--write", str(scripts)], capture_output=True, text=True)
     print(mig.stdout.strip() or mig.stderr.strip())
+    observed = out.parent / "observed.jsonl"
     failures = 0
     for script in SCRIPTS:
         out.mkdir(parents=True, exist_ok=True)
-        run = subprocess.run([sys.executable, "-W", "ignore", str(scripts / script), str(out)],
+        run = subprocess.run([sys.executable, "-W", "ignore", "-m", "compat", "run", "--observe",
+                              "-q", "--ledger", str(observed), str(scripts / script), str(out)],
                              capture_output=True, text=True)
         status = "ok" if run.returncode == 0 else f"FAILED (exit {run.returncode})"
-        print(f"  plain python {script}: {status}")
+        print(f"  migrated {script}, run as written (compat run --observe): {status}")
         if run.returncode != 0:
             print(run.stderr[-2000:])
             failures += 1
     print(f"  (the rewritten scripts are in {scripts})")
+    print(f"\n=== python -m compat verify-migration {ledger.name} {observed.name}")
+    verify = subprocess.run([sys.executable, "-m", "compat", "verify-migration", str(ledger),
+                             str(observed)], capture_output=True, text=True)
+    print(verify.stdout.strip() or verify.stderr.strip())
+    if verify.returncode != 0:
+        print(f"  the migrated scripts export other models (exit {verify.returncode})")
+        failures += 1
     return failures
 
 

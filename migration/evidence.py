@@ -18,7 +18,9 @@ from .ledger import ROUTES, shim_only
 #: the torch.export route's note on an axis the model fixes (dynamo/dynamic_shapes.py)
 _FIXED = re.compile(r"axis (?P<input>.+?)\[(?P<axis>\d+)\] \('(?P<name>.*?)'\) is fixed by the model")
 #: the down-conversion note on ``opset_version`` (compat/routing/dispatch.py)
-_CONVERTED = re.compile(r"^(?P<opset>\d+): built at (?P<built>\d+), converted to")
+_CONVERTED = re.compile(r"^(?P<opset>\d+): built at (?P<built>\d+), converted to \d+ by compat's "
+                        r"down-conversion \((?P<rewritten>\d+) nodes rewritten, "
+                        r"(?P<relabelled>\d+) relabelled\)")
 _DIM_NAMES = re.compile(r"dim_params named \[(?P<names>[^\]]*)\]")
 _LIST_FORM = re.compile(r"_dynamic_axes_\d+$")
 
@@ -75,12 +77,15 @@ class Site:
                 for route, m in by_route.items()) + ": no one plain route serves both")
         return out
 
-    def converted_down(self) -> list[int]:
-        """The opsets the shim built at the torch.export route's and converted down to itself."""
+    def converted_down(self, changing_nodes: bool = False) -> list[int]:
+        """The opsets the shim built at the torch.export route's and converted down to itself;
+        with ``changing_nodes`` only those whose conversion rewrote or relabelled a node (where
+        torch's own converter may fail and leave the model at the opset it built)."""
         found = []
         for t in self._translations("opset_version"):
             m = _CONVERTED.match(t["action"])
-            if m and int(m.group("opset")) < int(m.group("built")):
+            if m and int(m.group("opset")) < int(m.group("built")) and not (
+                    changing_nodes and m.group("rewritten") == m.group("relabelled") == "0"):
                 found.append(int(m.group("opset")))
         return sorted(set(found))
 

@@ -148,7 +148,10 @@ def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
     """``(opset, "")``: the call needs ``compat.convert_opset(f, opset, out=f)`` after it to be
     written at the opset it asks for on plain torch (the ledger shows the shim converting down,
     or the opset is not a literal: torch's own conversion may leave the model at opset 18);
-    ``("", why)`` when that step cannot be written here; ``("", "")`` when none is needed."""
+    ``("", why)`` when the call stays on ``compat.export`` instead: the step cannot be written
+    here, or the shim's conversion rewrote nodes (torch's own converter may fail there and the
+    step would convert the file after the call, which is not the model ``compat run --observe``
+    records for it: compat.export converts inside the call); ``("", "")`` when none is needed."""
     opt = ec.options.get("opset_version")
     if opt is None:
         return "", ""
@@ -160,7 +163,9 @@ def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
     opset = ctx.src(opt.value)
     stmt = ctx.block_statement(ec.node)
     named_ok = site is not None and site.written_to_files()
-    if ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
+    if site is not None and site.converted_down(changing_nodes=True):
+        where = "the shim's down-conversion rewrote nodes here (compat.export converts inside the call)"
+    elif ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
         where = "f is not a path this tool can pass to compat.convert_opset again"
     elif not isinstance(stmt, ast.Expr):
         where = "the call is not a statement of its own (its result is used)"

@@ -98,6 +98,24 @@ def test_old_opset_follows_ledger_evidence() -> None:
         "compat.convert_opset('d.onnx', 11, out='d.onnx')\n")
 
 
+def test_old_opset_converted_with_rewritten_nodes_stays_on_compat_export() -> None:
+    """Where the shim's down-conversion rewrote nodes, torch's own converter may leave opset 18
+    and a conversion after the call is not what ``run --observe`` records: compat.export."""
+    src = H + "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
+    action = ("11: built at 18, converted to 11 by compat's down-conversion ({} nodes rewritten, "
+              "{} relabelled); IR version 6")
+    record = {"route_taken": "dynamo", "model": "Net", "output": "/o/d.onnx",
+              "translations": [{"code": "ONX001", "option": "opset_version"}]}
+    for counts, via_compat in (((2, 2), True), ((0, 1), True), ((0, 0), False)):
+        record["translations"][0]["action"] = action.format(*counts)
+        out, _, _, _ = fix_text(src, "t.py", Options(fix=True), evidence={3: record})
+        assert "opset_version=11" in out and "opset_version=18" not in out
+        assert ("compat.export(model" in out) is via_compat, out
+        assert ("compat.convert_opset('d.onnx', 11, out='d.onnx')" in out) is not via_compat
+        if via_compat:
+            assert "down-conversion rewrote nodes here" in out
+
+
 # 3. training=None (torch 1.11 layout default) is EVAL
 def test_positional_training_none_dropped() -> None:
     src = "torch.onnx.export(m, x, f, True, False, None, dynamo=False)\n"

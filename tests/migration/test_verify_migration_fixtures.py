@@ -7,9 +7,6 @@ torch with ``compat run --observe --ledger``; ``verify-migration`` compares the 
 models call site by call site and must exit 0. The scripts of one run share an interpreter
 (tests/helpers/run_scripts.py: torch imported once, each script its own ledger), so the module
 costs two script runs plus the migration, not two per script.
-
-Known failures are ``xfail(strict=True)`` with the difference verify-migration reports: the
-rewriter's fixes for them are being made elsewhere, and each fix flips its case to a pass.
 """
 
 from __future__ import annotations
@@ -45,30 +42,6 @@ SCRIPTS: dict[str, tuple[Path, object]] = {
     "custom_symbolic.py": (FIXTURES / "legacy_scripts" / "custom_symbolic.py", "file"),
 }
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
-
-#: what verify-migration reports today for the cases the rewriter does not yet keep intact
-#: (issue 18.1: it rewrites opset_version to 18 and dynamic_axes names to Dim.AUTO)
-KNOWN: dict[str, str] = {
-    "dynamic_axes_alias.py": "opset per domain: {'ai.onnx': 17} -> {'ai.onnx': 18}; input 'x' dims: "
-                             "[batch, 4] -> [s17, 4]; input 'y' dims: [batch, 3] -> [s17, 3]; "
-                             "output 'out' dims: [batch, 3] -> [s17, 3]",
-    "external_weights_old_opset.py": "opset per domain: {'ai.onnx': 13} -> {'ai.onnx': 18}",
-    "module_constants.py": "input 'x' dims: [batch, 4] -> [s77, 4]; output 'y' dims: [batch, 3] -> [s77, 3]",
-    "version_branch.py": "input 'input_ids' dims: [batch, 4] -> [s43, 4]; input 'attention_mask' dims: "
-                         "[batch, 1] -> [s43, 1]; output 'logits' dims: [batch, 3] -> [s43, 3]",
-    "deploy_single_file.py": "input 'features' dims: [batch, 16] -> [s31, 16]; output 'embedding' dims: "
-                             "[batch, 8] -> [s31, 8]",
-    "legacy_1x_export.py": "opset per domain: {'ai.onnx': 11} -> {'ai.onnx': 18}; input 'image' dims: "
-                           "[batch, 3, 32, 32] -> [s77, 3, 32, 32]; output 'logits' dims: [batch, 4] -> "
-                           "[s77, 4]",
-    "hf_export_427_branch.py": "opset per domain: {'ai.onnx': 11} -> {'ai.onnx': 18}; input 'input_ids' "
-                               "dims: [batch, sequence] -> [s18, s41]; input 'attention_mask' dims: "
-                               "[batch, sequence] -> [s43, s41]; input 'token_type_ids' dims: [batch, "
-                               "sequence] -> [s18, s41]; output 'last_hidden_state' dims: [batch, "
-                               "sequence, 32] -> [s18, s41, 32]; output 'tanh' dims: [batch, 32] -> "
-                               "[s18, 32]",
-}
-
 
 def test_every_legacy_script_is_covered():
     """New fixture or example scripts join this test (demo.py drives the others)."""
@@ -151,8 +124,6 @@ def _build(base: Path, names: list[str]) -> dict[str, tuple[Path, Path]]:
 
 def _case(name: str):
     marks = [pytest.mark.slow]
-    if name in KNOWN:
-        marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[name]))
     if name == "hf_export_427_branch.py":
         marks.append(pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transformers not installed"))
     return pytest.param(name, marks=marks, id=name.removesuffix(".py"))
