@@ -399,7 +399,7 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
     "ONX101": (('torch.onnx.export(model, (x,), "model.onnx", input_names=["x"],\n'
                '                  dynamic_axes={"x": {0: "batch"}})'),
                ('torch.onnx.export(model, (x,), "model.onnx", input_names=["x"],\n'
-               '                  dynamic_shapes=({0: torch.export.Dim.AUTO},), dynamo=True, '
+               '                  dynamic_shapes=({0: "batch"},), dynamo=True, '
                'external_data=False)')),
     "ONX102": (('model.eval()\n'
                'torch.onnx.export(model, (x,), "model.onnx", training=torch.onnx.TrainingMode.EVAL)'),
