@@ -413,12 +413,12 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                 'external_data=False)')),
     "ONX105": ('torch.onnx.export(model, (x,), "model.onnx", custom_opsets={"mydomain": 1})',
                ('# compat.migrate: dynamo=False because custom_opsets={"mydomain": 1} is ignored '
-               "by torch's torch.export exporter (only compat.export translates it there)\n"
+               "by torch's\n#   torch.export exporter (only compat.export translates it there)\n"
                'torch.onnx.export(model, (x,), "model.onnx", custom_opsets={"mydomain": 1}, '
                'dynamo=False)')),
     "ONX106": ('torch.onnx.export(model, (x,), "model.onnx", export_modules_as_functions=True)',
                ('# compat.migrate: dynamo=False because export_modules_as_functions=True is '
-               'honoured only by the TorchScript exporter\n'
+               'honoured only by the\n#   TorchScript exporter\n'
                'torch.onnx.export(model, (x,), "model.onnx", export_modules_as_functions=True, '
                'dynamo=False)')),
     "ONX107": ('torch.onnx.export(model, (x,), "model.onnx", autograd_inlining=True)',
@@ -471,7 +471,7 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                '    torch.onnx.export(model, (x,), "model.onnx")'), None),
     "ONX002": ('torch.onnx.export(model, (x,), "model.onnx", opset_version=9)',
                ('# compat.migrate: dynamo=False because opset_version=9 is below 18, the lowest '
-               'opset the torch.export exporter builds\n'
+               'opset the\n#   torch.export exporter builds\n'
                'torch.onnx.export(model, (x,), "model.onnx", opset_version=9, dynamo=False)')),
     "ONX003": (('class Gate(torch.nn.Module):\n'
                '    def forward(self, x):\n'

@@ -38,16 +38,16 @@ class Route:
     convert: str = ""  # the opset compat.convert_opset brings the written file down to
 
 
-def _comment(route: Route) -> str:
+def _comment(ctx: Context, ec: ExportCall, route: Route) -> list[str]:
+    """The comment above a ``dynamo=False`` pin, saying why (over lines that fit)."""
+    reasons = "; ".join(r for _, r in route.pins)
     if route.evidence is not None and route.evidence.get("route_taken") == "dynamo":
-        reasons = "; ".join(r for _, r in route.pins)
-        return f"# compat.migrate: dynamo=False because {reasons}"
+        return _comment_lines(f"dynamo=False because {reasons}", ctx, ec)
     if route.evidence is not None:
         reason = route.evidence.get("fallback_reason") or "the ledger recorded the TorchScript route"
-        return f"# compat.migrate: dynamo=False (ledger: {reason})"
-    reasons = "; ".join(r for _, r in route.pins)
+        return _comment_lines(f"dynamo=False (ledger: {reason})", ctx, ec)
     tag = "TODO(compat.migrate)" if any(c == "ONX101" for c, _ in route.pins) else "compat.migrate"
-    return f"# {tag}: dynamo=False because {reasons}"
+    return _comment_lines(f"dynamo=False because {reasons}", ctx, ec, tag)
 
 
 def _enabled(ctx: Context, ec: ExportCall, code: str) -> bool:
@@ -68,12 +68,13 @@ def _via_compat(ctx: Context, ec: ExportCall, why: list[str], verdict: dict | No
     return Route(None, pin_edits=edits, via_compat=True, why=why, evidence=verdict)
 
 
-def _comment_lines(text: str, ctx: Context, ec: ExportCall) -> list[str]:
+def _comment_lines(text: str, ctx: Context, ec: ExportCall, tag: str = "compat.migrate"
+                   ) -> list[str]:
     """``# compat.migrate: text`` over lines that fit in 99 columns at the call's indentation."""
     stmt = ctx.block_statement(ec.node) or ec.node
     width = max(99 - stmt.col_offset, 40)
-    return textwrap.wrap(text, width, initial_indent="# compat.migrate: ",
-                         subsequent_indent="#   ", break_on_hyphens=False)
+    return textwrap.wrap(text, width, initial_indent=f"# {tag}: ", subsequent_indent="#   ",
+                         break_on_hyphens=False, break_long_words=False)
 
 
 def _serves_callers(ctx: Context, ec: ExportCall) -> str | None:
@@ -186,9 +187,10 @@ def _convert_edits(ctx: Context, ec: ExportCall, opset: str) -> tuple[Edit, ...]
     if indent + len(line) > 99:
         pad = " " * (len(ref) + len(".convert_opset("))
         line = f"{ref}.convert_opset({f}, {opset},\n{pad}out={f})"
-    why = (f"# compat.migrate: torch exports opset {DYNAMO_MIN_OPSET} here; compat.convert_opset "
-           f"keeps opset_version={opset}")
-    return (Edit("follow", ec.key, (line,)), Edit("comment", ec.key, (why,)), *imports)
+    why = _comment_lines(f"torch exports opset {DYNAMO_MIN_OPSET} here; compat.convert_opset "
+                         f"keeps opset_version={opset}", ctx, ec)
+    return (Edit("follow", ec.key, (line,)), *(Edit("comment", ec.key, (c,)) for c in why),
+            *imports)
 
 
 def decide(ctx: Context, ec: ExportCall) -> Route:
@@ -261,7 +263,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         if route.convert:
             edits += _convert_edits(ctx, ec, route.convert)
     else:
-        edits.append(Edit("comment", ec.key, (_comment(route),)))
+        edits += [Edit("comment", ec.key, (c,)) for c in _comment(ctx, ec, route)]
     route.pin_edits = tuple(edits)
     return route
 

@@ -78,8 +78,8 @@ def test_eval_evident_through_with_block() -> None:
 def test_old_opset_pins_torchscript() -> None:
     src = "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
     assert rw(src) == (
-        "# compat.migrate: dynamo=False because opset_version=11 is below 18, the lowest opset "
-        "the torch.export exporter builds\n"
+        "# compat.migrate: dynamo=False because opset_version=11 is below 18, the lowest opset the\n"
+        "#   torch.export exporter builds\n"
         "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11, dynamo=False)\n")
     src = "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18)\n"
     assert rw(src) == "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18, dynamo=True, external_data=False)\n"
@@ -289,8 +289,8 @@ def test_dynamic_axes_none_dropped_and_reasons() -> None:
     assert rw("torch.onnx.export(m, x, f, dynamic_axes=None)\n") == (
         "torch.onnx.export(m, x, f, dynamo=True, external_data=False)\n")
     assert rw("torch.onnx.export(m, x, f, dynamic_axes={'x': {0: 'b'}})\n") == (
-        "# TODO(compat.migrate): dynamo=False because dynamic_axes needs literal input_names to be "
-        "mapped to the inputs; write dynamic_shapes\n"
+        "# TODO(compat.migrate): dynamo=False because dynamic_axes needs literal input_names to be mapped to\n"
+        "#   the inputs; write dynamic_shapes\n"
         "torch.onnx.export(m, x, f, dynamic_axes={'x': {0: 'b'}}, dynamo=False)\n")
     out = rw("torch.onnx.export(m, (x, {'y': y}), f, input_names=['x'], dynamic_axes={'x': [0]})\n")
     assert "dynamic_axes cannot be mapped to the inputs" in out and "not a literal" not in out

@@ -35,15 +35,15 @@ CASES = [
      "dynamic_shapes=({0: 'batch'}, {0: 'y_dynamic_axes_1', 1: 'y_dynamic_axes_2'}), "
      "dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, dynamic_axes=axes)\n",
-     "# TODO(compat.migrate): dynamo=False because dynamic_axes is not a literal "
-     "this tool can convert; write dynamic_shapes\n"
+     "# TODO(compat.migrate): dynamo=False because dynamic_axes is not a literal this tool can convert;\n"
+     "#   write dynamic_shapes\n"
      "torch.onnx.export(m, x, f, dynamic_axes=axes, dynamo=False)\n"),
     # ONX102-107
     ("m.eval()\ntorch.onnx.export(m, x, f, training=TrainingMode.EVAL)\n",
      "m.eval()\ntorch.onnx.export(m, x, f, dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, training=TrainingMode.TRAINING, do_constant_folding=False)\n",
-     "# compat.migrate: dynamo=False because training=TrainingMode.TRAINING is ignored by torch's "
-     "torch.export exporter (only compat.export translates it there)\n"
+     "# compat.migrate: dynamo=False because training=TrainingMode.TRAINING is ignored by torch's\n"
+     "#   torch.export exporter (only compat.export translates it there)\n"
      "torch.onnx.export(m, x, f, training=TrainingMode.TRAINING, do_constant_folding=False, "
      "dynamo=False)\n"),
     ("torch.onnx.export(m, x, f, do_constant_folding=False)\n",
@@ -58,8 +58,8 @@ CASES = [
      "do_constant_folding=True, autograd_inlining=True, export_modules_as_functions=False)\n",
      "torch.onnx.export(m, x, f, dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, custom_opsets={'d': 2})\n",
-     "# compat.migrate: dynamo=False because custom_opsets={'d': 2} is ignored by torch's "
-     "torch.export exporter (only compat.export translates it there)\n"
+     "# compat.migrate: dynamo=False because custom_opsets={'d': 2} is ignored by torch's torch.export\n"
+     "#   exporter (only compat.export translates it there)\n"
      "torch.onnx.export(m, x, f, custom_opsets={'d': 2}, dynamo=False)\n"),
     # ONX2xx
     ("torch.onnx.export(m, x, f, True, False, TrainingMode.EVAL, ['x'], ['y'], "

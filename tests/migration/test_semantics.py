@@ -296,8 +296,8 @@ def test_external_data_on_torchscript_route_moves_weights_after_export() -> None
               "opset_version=11)\n")
     assert out == (
         "import onnx\n\n"
-        "# compat.migrate: dynamo=False because opset_version=11 is below 18, the lowest opset "
-        "the torch.export exporter builds\n"
+        "# compat.migrate: dynamo=False because opset_version=11 is below 18, the lowest opset the\n"
+        "#   torch.export exporter builds\n"
         "torch.onnx.export(m, (x,), 'out/m.onnx', opset_version=11, dynamo=False)\n"
         "onnx.save_model(onnx.load('out/m.onnx'), 'out/m.onnx', save_as_external_data=True, "
         "all_tensors_to_one_file=True, location=\"m.onnx.data\", size_threshold=0)\n")
