@@ -102,7 +102,7 @@ def _export(option: str, value: Any, tmp_path, monkeypatch) -> dict:
 def _rewrite(text: str, record: dict | None) -> tuple[str, list]:
     opts = Options(fix=True, unsafe_fixes=True)
     out, _, remaining, _ = fix_text(text, "call.py", opts, {CALL_LINE: record} if record else None)
-    return out, remaining
+    return out.replace("\n#   ", " "), remaining  # the rewriter's comments, unwrapped
 
 
 def _marker(plain: str) -> str:
