@@ -49,9 +49,8 @@ CASES = [
     ("torch.onnx.export(m, x, f, do_constant_folding=False)\n",
      "torch.onnx.export(m, x, f, optimize=False, dynamo=True, external_data=False)\n"),
     ("torch.onnx.export(m, x, f, operator_export_type=OperatorExportTypes.ONNX_ATEN_FALLBACK)\n",
-     "# compat.migrate: dynamo=False because operator_export_type=OperatorExportTypes."
-     "ONNX_ATEN_FALLBACK is ignored by torch's torch.export exporter (only compat.export "
-     "translates it there)\n"
+     "# compat.migrate: dynamo=False because operator_export_type=OperatorExportTypes.ONNX_ATEN_FALLBACK\n"
+     "#   is ignored by torch's torch.export exporter (only compat.export translates it there)\n"
      "torch.onnx.export(m, x, f, operator_export_type=OperatorExportTypes.ONNX_ATEN_FALLBACK, "
      "dynamo=False)\n"),
     ("torch.onnx.export(m, x, f, operator_export_type=OperatorExportTypes.ONNX, "
