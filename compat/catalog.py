@@ -37,6 +37,24 @@ INPUT_BINDING = "input_names bound in forward() parameter order"
 #: keyed by those names is not keyed by parameters
 NOT_PARAMETERS = "keys that are not forward() parameters"
 
+#: what the torch.export route records (a translation's option and the start of its action) where
+#: it exports a model plain ``torch.onnx.export(dynamo=True)`` would export differently, with the
+#: reason migrate gives for keeping such a call site on the shim
+SHIM_ONLY_TRANSLATIONS: tuple[tuple[str, str, str], ...] = (
+    ("args", "graph inputs the graph does not use dropped",
+     "the shim dropped graph inputs the graph does not use, as the TorchScript exporter did"),
+    ("args", "Python int inputs",
+     "the shim made Python int arguments dynamic int64 inputs, as the TorchScript exporter did"),
+    ("torch.cross", "torch.cross without dim",
+     "the shim computes torch.cross without dim as torch does (torch's ONNX translation differs)"),
+    ("model", "eager-quantized modules",
+     "the shim exported eager-quantized modules in QDQ form (plain torch cannot capture them)"),
+    ("model", "quantized inputs",
+     "the shim fed quantized inputs as value, scale and zero point"),
+    ("dynamic_axes", "RNN layers loop over the sequence",
+     "the shim kept the RNN's sequence axis dynamic (plain torch may bake the example length)"),
+)
+
 #: the first torch whose ``torch.onnx.export`` takes ``dynamo=`` (and ``external_data=``,
 #: ``dynamic_shapes=``); code that must run on older torch never gets them from the rewriter
 DYNAMO_KEYWORD_SINCE = (2, 5)

@@ -197,9 +197,18 @@ def _rnn_loops(out: Plan) -> None:
 
     if out.export_kwargs.get("dynamic_shapes"):
         elman_only = torch_internals.torch_patches_rnn_decompositions()
+        uses = rnn_decompositions.Uses()
         out.contexts.append(functools.partial(rnn_decompositions.while_loop_decompositions,
-                                              elman_only=elman_only))
+                                              elman_only=elman_only, uses=uses))
         out.translation_table.update(rnn_decompositions.translation_table())
+
+        def record(program: Any) -> None:
+            # the ONNX RNN translation of rnn_tanh/rnn_relu keeps the op whole: its use counts too
+            whole = any(n.op_type == "RNN" for n in program.model.graph.all_nodes())
+            if uses.count or whole:
+                out.record(NO_CODE, rnn_decompositions.OPTION, rnn_decompositions.ACTION)
+
+        out.post_process.append(record)
 def _binding(req: ExportRequest, out: Plan) -> None:
     """Note where ``input_names`` fall on other forward() parameters than plain torch's
     ``torch.onnx.export(..., dynamo=True)`` would put them: it names the graph inputs in the

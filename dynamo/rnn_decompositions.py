@@ -23,8 +23,28 @@ from typing import Any
 from . import torch_internals
 
 
+#: the ledger's translation when a decomposition here ran (compat.catalog.SHIM_ONLY_TRANSLATIONS)
+OPTION = "dynamic_axes"
+ACTION = ("RNN layers loop over the sequence in the graph (ONNX Loop/RNN), so the dynamic sequence "
+          "axis stays dynamic")
+
+
+class Uses:
+    """Whether any decomposition of ``while_loop_decompositions`` ran during one export."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def wrap(self, impl: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return impl(*args, **kwargs)
+
+        return counted
+
+
 @contextlib.contextmanager
-def while_loop_decompositions(elman_only: bool = False) -> Iterator[None]:
+def while_loop_decompositions(elman_only: bool = False, uses: Uses | None = None) -> Iterator[None]:
     """While the block runs, ``aten::rnn_tanh``/``rnn_relu`` decompose into the Elman
     ``while_loop`` here and, unless ``elman_only`` (torch patches those itself),
     ``aten::lstm``/``gru`` into torch's own ``while_loop``s (then restored)."""
@@ -34,6 +54,8 @@ def while_loop_decompositions(elman_only: bool = False) -> Iterator[None]:
     impls = {aten.rnn_tanh.input: _elman(torch.tanh), aten.rnn_relu.input: _elman(torch.relu)}
     if not elman_only:
         impls.update(torch_internals.rnn_while_loop_impls())
+    if uses is not None:
+        impls = {op: uses.wrap(impl) for op, impl in impls.items()}
     with contextlib.ExitStack() as stack:
         for op, impl in impls.items():
             stack.enter_context(torch_internals.decomposition_kernel(op, impl))

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from compat.catalog import HF_CACHE_REGISTRATION
+from compat.catalog import HF_CACHE_REGISTRATION, SHIM_ONLY_TRANSLATIONS
 from compat.files import find_project_root
 
 ROUTES = ("dynamo", "legacy")
@@ -26,8 +26,9 @@ def _parts(path: str) -> tuple[str, ...]:
 
 def shim_only(record: dict) -> list[str]:
     """What the shim did on a successful torch.export-route record that plain torch cannot: the
-    transformers cache registration (dynamo/hf_caches.py), an ONX002 opset it could not reach and
-    a draft capture that baked data-dependent branches (``baked``)."""
+    transformers cache registration (dynamo/hf_caches.py), an ONX002 opset it could not reach, a
+    draft capture that baked data-dependent branches (``baked``) and the translations the catalog
+    lists as the shim's own (``SHIM_ONLY_TRANSLATIONS``)."""
     out = []
     if record.get("baked"):  # torch.onnx.export(dynamo=True) stops at these data-dependent guards
         out.append("the shim baked data-dependent branches with torch.export.draft_export")
@@ -38,7 +39,10 @@ def shim_only(record: dict) -> list[str]:
             out.append("the shim registered transformers' cache classes for torch.export")
         elif t.get("code") == "ONX002":
             out.append(f"the shim wrote opset_version={t['action'].split(';', 1)[0]} at another opset")
-    return out
+        else:
+            out += [why for option, start, why in SHIM_ONLY_TRANSLATIONS
+                    if t.get("option") == option and t["action"].startswith(start)]
+    return list(dict.fromkeys(out))
 
 
 def failed_routes(record: dict) -> set[str]:

@@ -1,0 +1,71 @@
+"""What the torch.export route does that plain ``torch.onnx.export(dynamo=True)`` does not keeps a
+migrated call site on ``compat.export``: each such translation, recorded by a real export, is one
+``migration.ledger.shim_only`` reads (``compat.catalog.SHIM_ONLY_TRANSLATIONS``)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import compat
+from migration.ledger import shim_only
+
+
+class Unused(nn.Module):
+    def forward(self, x, unused):
+        return x * 2
+
+
+class Scaled(nn.Module):
+    def forward(self, x, n: int):
+        return x * n
+
+
+class Cross(nn.Module):
+    def forward(self, a, b):
+        return torch.cross(a, b)
+
+
+def _quantized() -> nn.Module:
+    from torch.ao import quantization as q
+
+    model = nn.Sequential(q.QuantStub(), nn.Linear(4, 4), q.DeQuantStub()).eval()
+    model.qconfig = q.get_default_qconfig("x86")
+    prepared = q.prepare(model)
+    prepared(torch.randn(8, 4))
+    return q.convert(prepared)
+
+
+CASES = {
+    "unused input": (Unused, (torch.randn(2, 3), torch.randn(4)), {}, "dropped graph inputs"),
+    "python int": (Scaled, (torch.randn(2, 3), 3), {}, "Python int arguments"),
+    "cross without dim": (Cross, (torch.randn(5, 3, 6), torch.randn(5, 3, 6)), {}, "torch.cross"),
+    "rnn on a dynamic sequence": (lambda: nn.RNN(4, 8), (torch.randn(7, 2, 4),),
+                                  {"input_names": ["x"], "dynamic_axes": {"x": {0: "seq"}}},
+                                  "sequence axis dynamic"),
+    "eager-quantized": (_quantized, (torch.randn(2, 4),), {}, "QDQ form"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_recorded_translation_keeps_the_call_site_on_the_shim(case, tmp_path):
+    build, args, options, reason = CASES[case]
+    torch.manual_seed(0)
+    model = build().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(model, args, str(tmp_path / "m.onnx"), route="dynamo", **options)
+    record = {"translations": [t.to_dict() for t in compat.last_outcome().translations]}
+    found = shim_only(record)
+    assert any(reason in why for why in found), (found, record["translations"])
+
+
+def test_a_plain_export_has_no_shim_only_translation(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(nn.Linear(3, 2).eval(), (torch.randn(2, 3),), str(tmp_path / "m.onnx"),
+                      route="dynamo", dynamo=True)
+    assert shim_only({"translations": [t.to_dict() for t in compat.last_outcome().translations]}) == []
