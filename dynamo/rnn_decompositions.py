@@ -22,7 +22,6 @@ from typing import Any
 
 from . import torch_internals
 
-
 #: the ledger's translation when a decomposition here ran (compat.catalog.SHIM_ONLY_TRANSLATIONS)
 OPTION = "dynamic_axes"
 ACTION = ("RNN layers loop over the sequence in the graph (ONNX Loop/RNN), so the dynamic sequence "
