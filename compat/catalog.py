@@ -460,7 +460,7 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
     "ONX208": ('torch.onnx.export(model, (x,), "model.onnx", aten=True)',
                ("# compat.migrate: dynamo=False because aten=True is ignored by torch's "
-               'torch.export exporter (only compat.export translates it there)\n'
+               'torch.export exporter (only\n#   compat.export translates it there)\n'
                'torch.onnx.export(model, (x,), "model.onnx", '
                'operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN, dynamo=False)')),
     "ONX301": ('torch.onnx.register_custom_op_symbolic("mylib::op", op_symbolic, 17)',
