@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 
 import compat
@@ -142,8 +143,8 @@ def test_the_request_modules_bind_without_loading_a_route_package():
         "          or m.startswith('_torch_onnx_compat_')]\n"
         "assert loaded == [], loaded\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
-                         check=False)
+    run = warm_python.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert run.returncode == 0, run.stderr[-2000:]
 
 

@@ -20,6 +20,7 @@ import threading
 import warnings
 
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 
 import compat
@@ -54,8 +55,8 @@ CODES = ["ONX201", "ONX203", "ONX101", "ONX102", "ONX104", "ONX001"]
 def run(args: list[str], cwd, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_ONNX_COMPAT_", "PYTHONWARNINGS"))}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "compat", "run", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return warm_python.run([sys.executable, "-m", "compat", "run", *args], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture
@@ -149,8 +150,8 @@ def test_run_module_with_a_route_note_once_per_site(tmp_path):
     out = run(["--route", "dynamo", "--ledger", str(book), "-m", "exporter", "--route", "4"], tmp_path)
     assert out.returncode == 4, out.stderr[-3000:]
     info = json.loads(out.stdout.splitlines()[0])
-    plain = subprocess.run([sys.executable, "-m", "exporter", "--route", "4"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=300)
+    plain = warm_python.run([sys.executable, "-m", "exporter", "--route", "4"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
     assert info == json.loads(plain.stdout.splitlines()[0])
     assert info["argv"] == [str(tmp_path / "exporter.py"), "--route", "4"]
     assert info["path0"] == str(tmp_path) and info["name"] == "__main__"

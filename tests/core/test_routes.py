@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import onnx
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 
 import compat
@@ -156,8 +157,8 @@ def test_route_from_env_and_pyproject(small_net, tmp_path, monkeypatch):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)
+    out = warm_python.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "legacy"
 

@@ -12,6 +12,7 @@ import textwrap
 import numpy as np
 import onnx
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -21,8 +22,8 @@ EXAMPLES = ROOT / "examples"
 def run(args, cwd, env_extra=None, timeout=600):
     env = dict(os.environ)
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "compat", "run", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return warm_python.run([sys.executable, "-m", "compat", "run", *args], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=timeout)
 
 
 def test_fidelity_argv_path_main_exit_code(tmp_path):
@@ -42,8 +43,8 @@ def test_fidelity_argv_path_main_exit_code(tmp_path):
     file_seen = info.pop("file")
     assert info == {"argv": ["script.py", "--flag", "3"], "path0": str(tmp_path), "name": "__main__",
                     "patched": "compat.tools.patching", "v": 42}
-    plain = subprocess.run([sys.executable, "script.py", "--flag", "3"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=300)
+    plain = warm_python.run([sys.executable, "script.py", "--flag", "3"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
     plain_info = json.loads(plain.stdout.strip().splitlines()[0])
     assert plain.returncode == 3 and plain_info["argv"] == info["argv"]
     assert plain_info["path0"] == info["path0"] and plain_info["name"] == info["name"]

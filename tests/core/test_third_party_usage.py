@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,8 +100,8 @@ def installed(tmp_path_factory):
 
 def _run(base, site, project, *args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
-    return subprocess.run([sys.executable, "-m", "compat", "run", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return warm_python.run([sys.executable, "-m", "compat", "run", *args], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=600, check=False)
 
 
 LINE = ("third-party legacy usage: tinyops 0.3.1 registers 4 symbolics "

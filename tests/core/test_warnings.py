@@ -9,6 +9,7 @@ import textwrap
 import warnings
 
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 
 import compat
@@ -70,8 +71,8 @@ def test_default_filter_shows_each_site_once(tmp_path):
         compat.export(m, (torch.randn(1, 2),), "b.onnx", route="legacy", do_constant_folding=True)
     """))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                         env=env, timeout=300)
+    out = warm_python.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if "LegacyExportWarning" in ln]
     assert sum("ONX104" in ln and "job.py:5" in ln for ln in lines) == 1  # 3 calls, one site
@@ -110,8 +111,8 @@ def test_once_per_site_survives_filter_changes_during_export(tmp_path):
                 warnings.simplefilter("ignore", UserWarning)
     """))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                         env=env, timeout=600)
+    out = warm_python.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert sum("ONX104" in ln and "job.py:5" in ln for ln in out.stderr.splitlines()) == 1
 

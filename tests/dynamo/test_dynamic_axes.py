@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 from torch import nn
 
@@ -357,8 +358,8 @@ def test_unmatched_key_warning_points_at_the_users_line_once(tmp_path):
     root = str(Path(dynamo.__file__).resolve().parent.parent)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}  # the default filters
     env["PYTHONPATH"] = root
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=300, check=False)
+    done = warm_python.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=300, check=False)
     assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-3000:]
     line = next(i for i, text in enumerate(SCRIPT.splitlines(), 1) if "outcome = dynamo.export" in text)
     shown = [ln for ln in done.stderr.splitlines() if "DynamicAxesWarning" in ln]

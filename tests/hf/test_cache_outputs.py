@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warm_python  # tests/helpers: commands that import torch, forked warm
 
 import hf_zoo
 import numpy as np
@@ -64,6 +65,6 @@ def test_nothing_registered_for_other_models_and_transformers_never_imported():
     assert hf_caches.register(torch.nn.Linear(2, 2)) == []
     code = ("import sys, torch; from dynamo import hf_caches; "
             "print(hf_caches.register(torch.nn.Linear(2, 2)), 'transformers' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=hf_zoo.__file__.rsplit("/tests/", 1)[0])
+    proc = warm_python.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           cwd=hf_zoo.__file__.rsplit("/tests/", 1)[0])
     assert proc.stdout.split() == ["[]", "False"]

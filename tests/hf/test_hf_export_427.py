@@ -17,6 +17,7 @@ from pathlib import Path
 import hf_zoo
 import onnx
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 
 import compat
 
@@ -76,7 +77,7 @@ def test_python_m_compat_run_on_the_unchanged_427_script(tmp_path):
     book, out = tmp_path / "ledger.jsonl", tmp_path / "gpt2.onnx"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("TORCH_ONNX_COMPAT_ROUTE", None)
-    proc = subprocess.run(
+    proc = warm_python.run(
         [sys.executable, "-m", "compat", "run", "--ledger", str(book),
          str(FIXTURES / "hf_export_script.py"), "gpt2", str(out)],
         check=False, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,

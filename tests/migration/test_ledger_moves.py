@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 
 from migration.cli import main
 from migration.ledger import LedgerIndex, read
@@ -47,9 +48,9 @@ torch.onnx.export(model, (torch.rand(2, 6),), os.path.join(sys.argv[1], "gate.on
 
 def _shim_run(script: Path, ledger: Path, out: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "compat", "run", "--ledger", str(ledger),
-                           str(script), str(out)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    return warm_python.run([sys.executable, "-m", "compat", "run", "--ledger", str(ledger),
+                            str(script), str(out)], cwd=cwd, env=env, capture_output=True,
+                           text=True, timeout=600, check=False)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 
 from migration.cli import main
 
@@ -38,8 +39,8 @@ def _ort(path, inputs):
 
 def _run(args, cwd):
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return warm_python.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
+                           text=True, timeout=300)
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 
 from compat.tools.verify_migration import PASSING, to_text, verify
 from migration.cli import main as migrate
@@ -70,7 +71,7 @@ def _run_all(tree: Path, names: list[str], ledgers: Path, outs: Path, observe: b
     spec_file.write_text(json.dumps(spec))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HF_FIXTURES)])}
     mode = ["--observe"] if observe else []
-    return subprocess.run(
+    return warm_python.run(
         [sys.executable, "-W", "ignore", "-m", "compat", "run", "-q", *mode, "--ledger",
          str(ledgers / "other.jsonl"), str(ROOT / "tests" / "helpers" / "run_scripts.py"), str(spec_file)],
         cwd=tree, env=env, capture_output=True, text=True, timeout=1800, check=False)

@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 from scale_models import mlp
 
@@ -88,7 +89,7 @@ def test_run_compare_records_verdict(tmp_path: Path) -> None:
     script.write_text(textwrap.dedent(SCRIPT))
     log = tmp_path / "ledger.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
+    proc = warm_python.run(
         [sys.executable, "-m", "compat", "run", "--compare", "--ledger", str(log), str(script)],
         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300, check=False,
     )

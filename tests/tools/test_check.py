@@ -11,6 +11,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 from onnx import helper
 
@@ -38,8 +39,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "compat", "check", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return warm_python.run([sys.executable, "-m", "compat", "check", *args], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_clean_model_reports_its_structure_and_exits_0(exported: Path) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -248,7 +249,7 @@ def _cli(*args: str, argv0: str | None = None) -> subprocess.CompletedProcess[st
         code = (f"import sys; sys.argv[0] = {argv0!r}; from compat.__main__ import main; "
                 "raise SystemExit(main())")
         cmd = [sys.executable, "-c", code, "convert-opset", *args]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return warm_python.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_command_end_to_end(opset18, tmp_path: Path) -> None:

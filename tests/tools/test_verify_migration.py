@@ -13,6 +13,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+import warm_python  # tests/helpers: commands that import torch, forked warm
 
 from compat.tools import verify_migration
 from compat.tools.verify_migration import Site, pair_sites
@@ -63,8 +64,8 @@ torch.onnx.export(model, (a, b), sys.argv[1], input_names=["b", "a"], output_nam
 
 def _compat(*args, cwd, timeout=600):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-W", "ignore", "-m", "compat", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return warm_python.run([sys.executable, "-W", "ignore", "-m", "compat", *args], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +188,8 @@ def test_observe_leaves_torch_as_it_is(tmp_path):
     '''))
     observed = _compat("run", "--observe", "--ledger", str(tmp_path / "L.jsonl"), str(script),
                        str(tmp_path / "o.onnx"), cwd=tmp_path)
-    plain = subprocess.run([sys.executable, "-W", "ignore", str(script), str(tmp_path / "p.onnx")],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    plain = warm_python.run([sys.executable, "-W", "ignore", str(script), str(tmp_path / "p.onnx")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
     assert observed.returncode == plain.returncode == 0, observed.stderr[-3000:]
     assert observed.stdout == plain.stdout
     assert "torch.onnx" in observed.stdout.splitlines()[0]  # not replaced by the shim
