@@ -45,6 +45,7 @@ REASON_RAW_GRAPH = "legacy symbolic uses raw _C.Graph methods"
 REASON_DATA_DEPENDENT = "autograd.Function output shape is data-dependent"
 REASON_NO_FAKE = "autograd.Function forward has no fake kernel"
 REASON_UNSUPPORTED = "legacy symbolic emits an unsupported construct"
+REASON_NO_GRAPH_CONTEXT = "legacy symbolic needs the TorchScript exporter's graph context"
 
 
 def qualname(fn: Any) -> str:
@@ -244,6 +245,11 @@ def call_symbolic(
     Raises ``LegacyOnly`` for constructs the route cannot run.
     """
     name = label or qualname(symbolic)
+    from compat.installed import torch_caps
+
+    if not torch_caps.has_legacy_graph_context():  # it goes with the TorchScript exporter
+        raise LegacyOnly(REASON_NO_GRAPH_CONTEXT,
+                         f"g (a GraphContext): {torch_caps.torchscript_missing_reason()}").named(name)
     run = _new_run(opset)
     with torch_internals.legacy_globals(opset):
         try:

@@ -136,7 +136,8 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
     from compat.installed import torch_caps
 
     plan = SymbolicPlan()
-    if not (torch_caps.has_legacy_graph_context() and torch_caps.has_exporter_tracer()):
+    # without the TorchScript graph context a symbolic in play fails its translation (LegacyOnly)
+    if not torch_caps.has_exporter_tracer():
         yield plan
         return
     from compat.routing import registry

@@ -47,9 +47,7 @@ def export(req: ExportRequest) -> Outcome:
     exporter = torch_api.torchscript_export()
     if exporter is None or not torch_caps.has_torchscript_exporter():
         raise RouteUnavailable(
-            f"the TorchScript route is not available: torch {torch_caps.torch_version_str()} "
-            "has no TorchScript-based ONNX exporter"
-        )
+            f"the TorchScript route is not available: {torch_caps.torchscript_missing_reason()}")
     if req.dynamic_shapes is not None:
         raise RouteFailed(ROUTE, "dynamic_shapes needs the torch.export route")
     import torch

@@ -9,6 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))  # test-only modules (route_parity)
 
+import no_torchscript
+
 _ENV = (
     "TORCH_ONNX_COMPAT_ROUTE",
     "TORCH_ONNX_COMPAT_STRICT",
@@ -28,6 +30,21 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
     if controller and importlib.util.find_spec("torch") is not None:
         import torch  # noqa: F401
+    no_torchscript.guard_torch_entry()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``needs_torchscript`` tests are skipped, with the reason, where the probe finds no
+    TorchScript exporter (``make test-no-torchscript`` hides it: helpers/no_torchscript.py)."""
+    no_torchscript.skip_marked(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    """Under TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT=1, a failure that says the exporter is hidden is a
+    skip with that reason (helpers/no_torchscript.py)."""
+    outcome = yield
+    no_torchscript.failure_to_skip(item, outcome.get_result())
 
 
 @pytest.fixture(autouse=True)

@@ -57,6 +57,9 @@ def torchscript_export() -> Callable[..., Any] | None:
     """The TorchScript exporter's own ``export`` (what ``torch.onnx.export(dynamo=False)`` calls).
 
     ``torch.onnx.utils`` is that exporter's module, so this is ``torch.onnx.utils.export`` as
-    torch shipped it; None when the installed torch has no TorchScript exporter.
+    torch shipped it; None when the capability probe finds no TorchScript exporter (or it is
+    hidden by ``TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT``).
     """
-    return original("utils.export")
+    from compat.installed import torch_caps
+
+    return original("utils.export") if torch_caps.has_torchscript_exporter() else None

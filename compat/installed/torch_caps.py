@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from collections.abc import Callable
 
 from packaging.version import Version
@@ -31,9 +32,31 @@ def at_least(version: str) -> bool:
     return torch_version() >= Version(version)
 
 
-@functools.cache
+#: ``1``: the probes below report no TorchScript exporter (nor its symbolic registry and graph
+#: context), as on a torch that has removed it; ``make test-no-torchscript`` runs the suite so
+ENV_HIDE_TORCHSCRIPT = "TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT"
+
+
+def torchscript_hidden() -> bool:
+    """True when ``TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT`` hides the TorchScript exporter."""
+    return os.environ.get(ENV_HIDE_TORCHSCRIPT, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def torchscript_missing_reason() -> str:
+    """Why the TorchScript exporter is unavailable: hidden by the variable, or not in this torch."""
+    if torchscript_hidden():
+        return (f"the TorchScript-based ONNX exporter is hidden by {ENV_HIDE_TORCHSCRIPT}=1 "
+                "(simulating a torch that has removed it)")
+    return f"torch {torch_version_str()} has no TorchScript-based ONNX exporter"
+
+
 def has_torchscript_exporter() -> bool:
-    """True when torch still ships the TorchScript-based ONNX exporter."""
+    """True when torch still ships the TorchScript-based ONNX exporter (and it is not hidden)."""
+    return not torchscript_hidden() and _ships_torchscript_exporter()
+
+
+@functools.cache
+def _ships_torchscript_exporter() -> bool:
     if importlib.util.find_spec("torch") is None:
         return False
     import torch.onnx
@@ -129,15 +152,25 @@ def _has_attr(module: str, attr: str) -> bool:
         return False
 
 
-@functools.cache
 def has_legacy_symbolic_registry() -> bool:
-    """torch's TorchScript symbolic registry (where ``register_custom_op_symbolic`` writes)."""
+    """torch's TorchScript symbolic registry (where ``register_custom_op_symbolic`` writes);
+    part of the TorchScript exporter, so hidden with it."""
+    return not torchscript_hidden() and _has_legacy_symbolic_registry()
+
+
+@functools.cache
+def _has_legacy_symbolic_registry() -> bool:
     return all(_has_attr(m, a) for m, a in SYMBOLICS_INTERNALS[3:])
 
 
-@functools.cache
 def has_legacy_graph_context() -> bool:
-    """The TorchScript ``GraphContext`` (``g``) legacy symbolics are written against."""
+    """The TorchScript ``GraphContext`` (``g``) legacy symbolics are written against; part of the
+    TorchScript exporter, so hidden with it."""
+    return not torchscript_hidden() and _has_legacy_graph_context()
+
+
+@functools.cache
+def _has_legacy_graph_context() -> bool:
     return all(_has_attr(m, a) for m, a in SYMBOLICS_INTERNALS[1:3]) and hasattr(
         __import__("torch")._C, "Graph"
     )

@@ -50,6 +50,8 @@ class RoutePlan:
     reason: str | None = None  # why the plan deviates from "dynamo, then legacy"
     translations: list[Translation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # for the ledger: a setting the call overrode
+    #: auto's fallback routes left out because the installed torch lacks them: route -> why
+    unavailable: dict[str, str] = field(default_factory=dict)
 
 
 def _requested(req: ExportRequest) -> str | None:
@@ -115,6 +117,11 @@ def _plan(req: ExportRequest, site: notices.CallSite | None) -> RoutePlan:
     # auto
     if only_legacy:
         reason = "; ".join(r for _, r in only_legacy)
+        if not legacy.available():
+            codes = ", ".join(sorted({c for c, _ in only_legacy}))
+            raise RouteUnavailable(
+                f"this call needs the TorchScript exporter ({codes}: {reason}), and "
+                f"{_torchscript_missing()}. Drop the option to export on the torch.export route.")
         return RoutePlan(
             requested, source, ["legacy"], reason,
             [Translation(code, code_option(code), f"routed to the TorchScript exporter: {r}")
@@ -123,8 +130,13 @@ def _plan(req: ExportRequest, site: notices.CallSite | None) -> RoutePlan:
     remembered = route_memory.lookup(req)
     if remembered is not None and legacy.available():
         return RoutePlan(requested, source, ["legacy"], f"remembered fallback: {remembered}")
-    routes = ["dynamo", "legacy"] if legacy.available() else ["dynamo"]
-    return RoutePlan(requested, source, routes)
+    if not legacy.available():
+        return RoutePlan(requested, source, ["dynamo"], unavailable={"legacy": _torchscript_missing()})
+    return RoutePlan(requested, source, ["dynamo", "legacy"])
+
+
+def _torchscript_missing() -> str:
+    return torch_caps.torchscript_missing_reason()
 
 
 def code_option(code: str) -> str:
@@ -260,6 +272,9 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
             elif route_plan.reason:
                 outcome.fallback_reason = route_plan.reason
             return outcome
+    for name, why in route_plan.unavailable.items():  # auto's fallback that could not be tried
+        failures[name] = RouteFailed(name, "route unavailable",
+                                     RouteUnavailable(f"not tried: {why}"))
     raise ExportFailed(failures)
 
 

@@ -67,12 +67,12 @@ def uninstall() -> None:
 def _call(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     ledger = config.env_ledger()
     if getattr(_local, "inside", False) or not ledger:
-        return original(*args, **kwargs)
+        return _torch_call(original, args, kwargs)
     site = str(notices.find_call_site())
     start = time.perf_counter()
     _local.inside = True
     try:
-        result = original(*args, **kwargs)
+        result = _torch_call(original, args, kwargs)
     except Exception as exc:
         _record(ledger, site, original, args, kwargs, None, exc, start)
         raise
@@ -80,6 +80,17 @@ def _call(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         _local.inside = False
     _record(ledger, site, original, args, kwargs, result, None, start)
     return result
+
+
+def _torch_call(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """torch's call as given; a ``dynamo=False`` call raises ``RouteUnavailable`` where the probe
+    hides the TorchScript exporter (``TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT``), as a torch without it
+    would fail, so an observed run never uses the hidden exporter."""
+    if torch_caps.torchscript_hidden() and _bound(original, args, kwargs).get("all", {}).get("dynamo") is False:
+        from compat.errors import RouteUnavailable
+
+        raise RouteUnavailable(f"torch.onnx.export(..., dynamo=False): {torch_caps.torchscript_missing_reason()}")
+    return original(*args, **kwargs)
 
 
 def _bound(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
