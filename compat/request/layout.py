@@ -180,6 +180,14 @@ def joint_probe(sizes: Mapping[str, int]) -> list[dict[str, int]]:
     return [{name: s + 1 for name, s in sizes.items()}] if sizes else []
 
 
+def halved_probe(sizes: Mapping[str, int]) -> list[dict[str, int]]:
+    """One probe with every named axis of size 4 or more at half its example size: where a graph
+    baked a count that follows the input's size (detections kept, lengths), a size this far off
+    gives another count."""
+    halved = {name: s // 2 for name, s in sizes.items() if s >= 4}
+    return [halved] if halved else []
+
+
 def resized_leaves(layout: InputLayout, sizes: Mapping[str, int], seed: int = 0) -> list[Any]:
     """The example leaves with the named axes resized: floats drawn like the example (its mean and
     std), integer/bool inputs (ids, masks) cycled from the example so their values stay valid."""

@@ -193,3 +193,15 @@ def test_axis_names_become_dims_for_draft_export():
     dims = capture.export_dims({"x": {0: "batch", 1: torch.export.Dim.AUTO}, "y": [None, "t"]})
     assert dims == {"x": {0: torch.export.Dim.DYNAMIC, 1: torch.export.Dim.AUTO},
                     "y": [None, torch.export.Dim.DYNAMIC]}
+
+
+def test_a_baked_model_is_also_checked_at_half_its_example_size(tmp_path, monkeypatch):
+    """A draft capture may bake a count that follows the input's size (detections kept): the
+    acceptance check adds a probe at half the example size, where such a count differs."""
+    case = baked_models.BY_NAME["batched_nms"]
+    _, record, _, _ = _export(case, tmp_path, monkeypatch)
+    n = case.example()[0].shape[0]
+    labels = [p["probe"] for p in record["acceptance"]["probes"]]
+    assert labels[0] == "the example input" and labels[1].startswith(f"n={n + 1} ")
+    assert labels[2].startswith(f"n={n // 2} "), labels
+    assert record["acceptance"]["status"] == "passed"
