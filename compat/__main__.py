@@ -103,20 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _parse(p: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
-    try:
-        return p.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
-
-
 def _catalog(argv: list[str]) -> int:
     from compat import catalog
 
     p = argparse.ArgumentParser(prog=commands.CATALOG, description="The legacy usages compat knows.")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     commands.add_version(p)
-    ns = _parse(p, argv)
+    ns = commands.parse_args(p, argv)
     if isinstance(ns, int):
         return ns
     if ns.format == "json":
@@ -133,7 +126,7 @@ def _rule(argv: list[str]) -> int:
     p.add_argument("code", metavar="CODE", help="a rule code, e.g. ONX101")
     p.add_argument("--format", choices=("text", "json"), default="text")
     commands.add_version(p)
-    ns = _parse(p, argv)
+    ns = commands.parse_args(p, argv)
     if isinstance(ns, int):
         return ns
     code = ns.code.upper()

@@ -54,3 +54,12 @@ def version() -> str:
 def add_version(parser: argparse.ArgumentParser) -> None:
     """Give ``parser`` a ``--version`` option that prints ``version()``."""
     parser.add_argument("--version", action="version", version=version())
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
+    """``parser``'s namespace for ``argv`` (``sys.argv[1:]`` when None), or the exit status of a
+    parse that ended (0 for ``--help``/``--version``, 2 for a usage error)."""
+    try:
+        return parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2

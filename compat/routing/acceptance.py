@@ -43,7 +43,13 @@ from compat.errors import AcceptanceFailed
 from compat.policy import config
 from compat.request import ExportRequest, Outcome
 from compat.request.graph_inputs import LegacyInput, legacy_form, legacy_inputs
-from compat.request.layout import InputLayout, halved_probe, joint_probe, resized_leaves, scalar_kind
+from compat.request.layout import (
+    InputLayout,
+    halved_probe,
+    joint_probe,
+    resized_leaves,
+    scalar_kind,
+)
 from compat.routing import model_state, numerics
 from compat.routing.capture import Capture
 from compat.routing.route_packages import route_module
@@ -103,7 +109,8 @@ class _Check:
         req = self.req
         if isinstance(req.model, torch.export.ExportedProgram) or not callable(req.model):
             return self._result("skipped", "the model is an ExportedProgram: exported as captured")
-        if _quantized_io(self.layout.leaves):
+        quantized = route_module("dynamo.quantized")  # imported by the route that ran
+        if quantized.has_quantized_inputs(self.layout.leaves, None):
             return self._result("skipped", "quantized inputs are fed as (value, scale, zero_point): "
                                 "not compared (the TorchScript exporter's interface, kept on purpose)")
         proto = self.outcome.program.model_proto
@@ -116,10 +123,10 @@ class _Check:
             example = self._eager(self.layout.leaves)
             if isinstance(example, str):
                 return self._result("skipped", f"eager torch fails at the example inputs: {example}")
-            if _quantized_io(example):
+            if quantized.has_quantized_inputs(example, None):
                 return self._result("skipped", "quantized outputs are returned as (value, scale, "
                                     "zero_point): not compared (the TorchScript exporter's interface)")
-            if _has_quantized_modules(req.model):
+            if quantized.quantized_modules(req.model):
                 # QDQ around float ops rounds where the quantized kernels round: a step apart
                 self.approximate = "eager-quantized modules: within a quantization step of eager"
             if legacy_form(req):
@@ -260,13 +267,13 @@ class _Check:
         names = [v.name for v in inputs]
         sizes = self.layout.axis_sizes()
         example_sizes = ", ".join(f"{n}={s}" for n, s in sizes.items())
-        probes: list[tuple[str, dict[str, int]]] = [("the example input", {})]
-        probes += [(", ".join(f"{n}={s}" for n, s in p.items()) + f" (example {example_sizes})", p)
-                   for p in joint_probe(sizes)]
+        others = joint_probe(sizes)
         if self.outcome.baked:
             # a draft capture baked values of the example: a size one larger may still take them
-            probes += [(", ".join(f"{n}={s}" for n, s in p.items()) + f" (example {example_sizes})", p)
-                       for p in halved_probe(sizes)]
+            others += halved_probe(sizes)
+        probes: list[tuple[str, dict[str, int]]] = [("the example input", {})]
+        probes += [(", ".join(f"{n}={s}" for n, s in p.items()) + f" (example {example_sizes})", p)
+                   for p in others]
         for n, (label, sizes_at) in enumerate(probes):
             call_leaves = self.layout.leaves if not sizes_at else resized_leaves(self.layout, sizes_at, seed=n)
             expected = example if not sizes_at else self._eager(call_leaves)
@@ -338,19 +345,6 @@ def _eager_mode(req: ExportRequest) -> Iterator[None]:
             elif req.training == "TRAINING":
                 model.train()
         yield
-
-
-def _quantized_io(values: Any) -> bool:
-    import torch
-
-    return any(isinstance(v, torch.Tensor) and v.is_quantized for v in values)
-
-
-def _has_quantized_modules(model: Any) -> bool:
-    import torch
-
-    return isinstance(model, torch.nn.Module) and any(
-        type(m).__module__.startswith("torch.ao.nn.quantized") for m in model.modules())
 
 
 def _session(proto: Any) -> Any:

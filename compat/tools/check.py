@@ -303,10 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dim-size", type=int, default=DEFAULT_DIM_SIZE, metavar="N",
                    help=f"size of symbolic dims in the onnxruntime run (default {DEFAULT_DIM_SIZE})")
     commands.add_version(p)
-    try:
-        ns = p.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+    ns = commands.parse_args(p, argv)
+    if isinstance(ns, int):
+        return ns
     if ns.dim_size < 1:
         print(f"{PROG}: error: --dim-size must be at least 1", file=sys.stderr)
         return 2

@@ -255,10 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("-o", "--output", metavar="OUT.onnx",
                    help="where to write it (default: IN.opsetN.onnx beside IN); external data as OUT.onnx.data")
     commands.add_version(p)
-    try:
-        ns = p.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+    ns = commands.parse_args(p, argv)
+    if isinstance(ns, int):
+        return ns
     out = ns.output or default_output(ns.model, ns.opset)
     try:
         _, done = convert(ns.model, ns.opset, out)

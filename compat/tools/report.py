@@ -401,10 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "ledgers given (oldest first)")
     p.add_argument("--output", "-o", metavar="PATH", help="write the report to PATH instead of stdout")
     commands.add_version(p)
-    try:
-        ns = p.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+    ns = commands.parse_args(p, argv)
+    if isinstance(ns, int):
+        return ns
     try:
         records, skipped, junk = read_ledgers(ns.ledgers)
     except (OSError, UnicodeDecodeError) as exc:

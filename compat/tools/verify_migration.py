@@ -415,10 +415,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rtol", type=float, default=RTOL,
                    help=f"tolerance relative to the largest output value (default {RTOL})")
     commands.add_version(p)
-    try:
-        ns = p.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+    ns = commands.parse_args(p, argv)
+    if isinstance(ns, int):
+        return ns
     for path in (ns.old, ns.new):
         if not os.path.isfile(path):
             print(f"{PROG}: error: no such ledger: {path}", file=sys.stderr)

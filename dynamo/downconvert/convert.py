@@ -9,7 +9,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
 from . import registry, schemas
-from .base import NoForm, Rewrite
+from .base import NoForm, Outputs, Rewrite
 
 ONNX_DOMAINS = ("", "ai.onnx")
 
@@ -86,10 +86,7 @@ def _visit(node: ir.Node, source: int, target: int, stats: Counter[str],
     except NoForm as gap:
         gaps.setdefault((op, gap.why), gap)
         return
-    for made in rw.nodes:
-        made.metadata_props.update(node.metadata_props)  # keeps e.g. the torch source location
-    ir.convenience.replace_nodes_and_values(
-        node.graph, node, [node], rw.nodes, list(node.outputs), list(outs))
+    _replace(node, rw, outs)
     stats["rewritten"] += 1
     for made in rw.nodes:
         _visit(made, source, target, stats, gaps)
@@ -113,9 +110,14 @@ def fit_pool_sizes(model: ir.Model) -> int:
             outs = ADAPTERS[node.op_type](rw)
             if outs is None:
                 continue
-            for made in rw.nodes:
-                made.metadata_props.update(node.metadata_props)
-            ir.convenience.replace_nodes_and_values(
-                node.graph, node, [node], rw.nodes, list(node.outputs), list(outs))
+            _replace(node, rw, outs)
             rewritten += 1
     return rewritten
+
+
+def _replace(node: ir.Node, rw: Rewrite, outs: Outputs) -> None:
+    """``node`` replaced by the nodes ``rw`` built, its outputs by ``outs``."""
+    for made in rw.nodes:
+        made.metadata_props.update(node.metadata_props)  # keeps e.g. the torch source location
+    ir.convenience.replace_nodes_and_values(
+        node.graph, node, [node], rw.nodes, list(node.outputs), list(outs))
