@@ -180,12 +180,15 @@ def joint_probe(sizes: Mapping[str, int]) -> list[dict[str, int]]:
     return [{name: s + 1 for name, s in sizes.items()}] if sizes else []
 
 
-def halved_probe(sizes: Mapping[str, int]) -> list[dict[str, int]]:
-    """One probe with every named axis of size 4 or more at half its example size: where a graph
-    baked a count that follows the input's size (detections kept, lengths), a size this far off
-    gives another count."""
-    halved = {name: s // 2 for name, s in sizes.items() if s >= 4}
-    return [halved] if halved else []
+def skewed_probe(sizes: Mapping[str, int]) -> list[dict[str, int]]:
+    """One probe far from the example and off its proportions: the named axes of size 4 or more
+    alternately at half and at three quarters of their example size. Where a graph baked a count
+    that follows the input's size (detections kept, lengths) or a size computed from the axes'
+    ratio (an aspect-keeping resize, torchvision's detection transform), this gives another one;
+    a probe that scales every axis alike would not."""
+    eligible = [name for name, s in sizes.items() if s >= 4]
+    skewed = {name: sizes[name] * (2 if k % 2 == 0 else 3) // 4 for k, name in enumerate(eligible)}
+    return [skewed] if skewed else []
 
 
 def resized_leaves(layout: InputLayout, sizes: Mapping[str, int], seed: int = 0) -> list[Any]:

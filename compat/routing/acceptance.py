@@ -45,7 +45,7 @@ from compat.request import ExportRequest, Outcome
 from compat.request.graph_inputs import LegacyInput, legacy_form, legacy_inputs
 from compat.request.layout import (
     InputLayout,
-    halved_probe,
+    skewed_probe,
     joint_probe,
     resized_leaves,
     scalar_kind,
@@ -269,8 +269,9 @@ class _Check:
         example_sizes = ", ".join(f"{n}={s}" for n, s in sizes.items())
         others = joint_probe(sizes)
         if self.outcome.baked:
-            # a draft capture baked values of the example: a size one larger may still take them
-            others += halved_probe(sizes)
+            # a draft capture baked values of the example: a size one larger, of the same
+            # proportions, may still take them
+            others += skewed_probe(sizes)
         probes: list[tuple[str, dict[str, int]]] = [("the example input", {})]
         probes += [(", ".join(f"{n}={s}" for n, s in p.items()) + f" (example {example_sizes})", p)
                    for p in others]

@@ -195,6 +195,28 @@ def test_axis_names_become_dims_for_draft_export():
                     "y": [None, torch.export.Dim.DYNAMIC]}
 
 
+class AspectBranch(torch.nn.Module):
+    """torchvision's detection transform reads the image's sizes as values (``torch.tensor(
+    x.shape[-2:])``) and decides by their ratio; here a branch on it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        im_shape = torch.tensor(x.shape[-2:])
+        if im_shape[0] * 10 > im_shape[1] * 7:
+            return x.sigmoid()
+        return x.tanh()
+
+
+def test_a_bake_on_the_axes_ratio_is_found_off_the_example_proportions(tmp_path):
+    """The probes one size larger and at half size keep the example's proportions, so a branch
+    on the axes' ratio takes the example's way there: after a bake, the acceptance check also
+    probes the axes at unequal fractions (torchvision's Faster R-CNN: ScatterND fails in
+    onnxruntime at an image of other proportions), so route='dynamo' refuses the model by name."""
+    with pytest.raises(ExportFailed, match=r"differs from eager .* at h=20, w=37 \(example h=40, w=50\)"):
+        compat.export(AspectBranch().eval(), (torch.rand(3, 40, 50),), str(tmp_path / "m.onnx"),
+                      route="dynamo", input_names=["x"], dynamic_axes={"x": {1: "h", 2: "w"}})
+    assert not (tmp_path / "m.onnx").exists()
+
+
 def test_a_baked_model_is_also_checked_at_half_its_example_size(tmp_path, monkeypatch):
     """A draft capture may bake a count that follows the input's size (detections kept): the
     acceptance check adds a probe at half the example size, where such a count differs."""
