@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import functools
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -459,10 +460,14 @@ def has_draft_capture() -> bool:
 def draft_export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None,
                  dynamic_shapes: Any) -> Any:
     """``torch.export.draft_export`` with the size-oblivious setting torch's ONNX capture
-    strategies use (size-0/1 examples keep their axes dynamic)."""
+    strategies use (size-0/1 examples keep their axes dynamic), parameters' real values and
+    multi-dimensional boolean masks indexed the way it captures (``mask_indexing``)."""
     draft = _need("torch.export", "draft_export")
     config = importlib.import_module("torch.fx.experimental._config")
-    with config.patch(backed_size_oblivious=True), _trace_logs_removed(), parameters_keep_real_values():
+    from . import mask_indexing
+
+    with config.patch(backed_size_oblivious=True), _trace_logs_removed(), parameters_keep_real_values(), \
+            mask_indexing.flat_masks():
         return draft(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
 
 
@@ -490,6 +495,40 @@ def parameters_keep_real_values() -> Iterator[None]:
         yield
     finally:
         meta._safe_copy, meta._safe_clone = copy, clone
+
+
+@contextlib.contextmanager
+def user_stack_skips(filename: str) -> Iterator[None]:
+    """Inside, the user stack torch logs for a guard (``torch._logging.structured.get_user_stack``,
+    the ``user_stack`` of draft_export's report) passes over frames of ``filename`` as it passes
+    over torch's own: the window of frames it keeps ends at the model's line, not at a wrapper of
+    this project's that torch called through."""
+    import inspect
+
+    import torch
+
+    structured = importlib.import_module("torch._logging.structured")
+    original = _need(structured.__name__, "get_user_stack")
+    traceback = importlib.import_module("torch.utils._traceback")
+    guards = importlib.import_module("torch._guards")
+    torch_dir = os.path.dirname(inspect.getfile(torch)) + os.sep
+    skipped = {os.path.abspath(filename), os.path.abspath(__file__)}  # the wrapper and this
+
+    def get_user_stack(num_frames: int) -> list[dict[str, Any]]:
+        if guards.TracingContext.extract_stack():
+            return original(num_frames)  # strict capture: torch's own tracing stack
+        frames = traceback.CapturedTraceback.extract().summary()
+        for i in range(len(frames) - 1, -1, -1):
+            name = frames[i].filename
+            if torch_dir not in name and os.path.abspath(name) not in skipped:
+                return structured.from_traceback(frames[max(0, i + 1 - num_frames): i + 1])
+        return structured.from_traceback(frames[-num_frames:])
+
+    structured.get_user_stack = get_user_stack
+    try:
+        yield
+    finally:
+        structured.get_user_stack = original
 
 
 def draft_failures(program: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -217,6 +217,58 @@ def test_a_bake_on_the_axes_ratio_is_found_off_the_example_proportions(tmp_path)
     assert not (tmp_path / "m.onnx").exists()
 
 
+class MaskedSpline(torch.nn.Module):
+    """Piper's VITS spline: the values inside the interval picked by a 2-D mask, a domain check on
+    them (the data-dependent branch), only they transformed."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        inside = (x >= -1) & (x <= 1)
+        y = x[inside]
+        if torch.min(y) < -2:
+            raise ValueError("outside the interval")
+        out = x.clone()
+        out[inside] = y * 0.5 + y ** 3 * 0.1
+        return out
+
+
+def test_a_two_dimensional_mask_index_is_draft_captured(tmp_path, monkeypatch):
+    """torch's draft_export fails on ``x[mask]`` with a 2-D mask (PendingUnbackedSymbolNotFound,
+    docs/upstream/draft-export-bool-mask-index.md); the capture indexes it flattened, so the
+    model exports with the branch baked at its line and matches eager at other sizes, where
+    another count of values is inside the interval."""
+    case = baked_models.Case("masked_spline", lambda: MaskedSpline().eval(), ["x"], {"x": {0: "b", 1: "n"}},
+                             baked_models._seeded(lambda: (torch.randn(4, 6),), 1),
+                             baked_models._seeded(lambda: (torch.randn(7, 6),), 2),
+                             baked_models._seeded(lambda: (torch.randn(3, 11) * 3,), 3))
+    original = torch.Tensor.__getitem__
+    out, record, onx003, _ = _export(case, tmp_path, monkeypatch)
+    assert torch.Tensor.__getitem__ is original
+    assert [b["source"] for b in record["baked"]] == ["if torch.min(y) < -2:"]
+    assert record["baked"][0]["file"] == __file__ and len(onx003) == 1
+    for inputs in (case.example(), case.same_branch(), case.other_branch()):
+        _matches_eager(case, out, inputs)
+
+
+@pytest.mark.parametrize("index", ["mask", "mask, :", "mask, ...", "mask3"])
+def test_flat_mask_index_takes_what_eager_takes(index):
+    from dynamo import mask_indexing
+
+    x = torch.randn(3, 4, 5)
+    masks = {"mask": (x[..., 0] > 0,), "mask, :": (x[..., 0] > 0, slice(None)),
+             "mask, ...": (x[..., 0] > 0, Ellipsis), "mask3": (x > 0,)}
+    key = masks[index] if len(masks[index]) > 1 else masks[index][0]
+    flat, mask = mask_indexing._flat_index(x, key)
+    assert torch.equal(flat[mask], x[key])
+
+
+def test_flat_mask_index_leaves_other_indexes_to_eager():
+    from dynamo import mask_indexing
+
+    x = torch.randn(3, 4)
+    for key in (x[0] > 0, (x > 0).int(), (slice(None), x[0] > 0), 1, (x > 0)[:2], (x > 0, 0)):
+        assert mask_indexing._flat_index(x, key) is None, key
+
+
 def test_a_baked_model_is_also_checked_at_half_its_example_size(tmp_path, monkeypatch):
     """A draft capture may bake a count that follows the input's size (detections kept): the
     acceptance check adds a probe at half the example size, where such a count differs."""
