@@ -70,11 +70,13 @@ def export(req: ExportRequest) -> Outcome:
             # No warnings.catch_warnings here: changing the filters resets every module's
             # once-per-location registry, and compat's own warnings must show once per site.
             # torch's capture, then (data-dependent guards) a draft capture baking the example's branch
-            captured = export_program(
-                torch_api.torch_export(), plan.model if plan.model is not None else req.model, plan.args, plan.kwargs,
-                {"custom_translation_table": table or None, **plan.export_kwargs}, classify,
-                quiet=lambda: Capture(enabled=not req.verbose),
-            )
+            model = plan.model if plan.model is not None else req.model
+            captured = without_autograd_on_failure(
+                lambda: export_program(
+                    torch_api.torch_export(), model, plan.args, plan.kwargs,
+                    {"custom_translation_table": table or None, **plan.export_kwargs}, classify,
+                    quiet=lambda: Capture(enabled=not req.verbose),
+                ), model, outcome.translations)
             program, outcome.baked = captured.program, captured.baked
             planned = len(plan.translations)
             not_reached = _post_process(program, (*plan.post_process, *sym.post_process))
@@ -105,6 +107,41 @@ def export(req: ExportRequest) -> Outcome:
     outcome.program = program
     outcome.duration_s = time.perf_counter() - start
     return outcome
+
+
+#: the ledger's translation when the capture ran without autograd (compat.catalog.SHIM_ONLY_TRANSLATIONS)
+NO_GRAD_ACTION = ("captured under torch.no_grad(): torch's ONNX decomposition failed with autograd on "
+                  "(docs/upstream/beit-sdpa-mask-view.md)")
+
+
+def without_autograd_on_failure(export: Callable[[], Any], model: Any, translations: list[Translation]) -> Any:
+    """``export()``; when torch's ONNX conversion fails on a model with parameters that require
+    grad, ``export()`` again under ``torch.no_grad()`` (recorded in ``translations``).
+
+    With autograd on, an op's output strides can follow whether an input requires grad (CPU
+    scaled_dot_product_attention with a mask derived from a parameter, timm's BEiT), and torch's
+    decomposition then re-executes a ``view`` on the other layout ("Cannot view a tensor"). An
+    ONNX graph computes no gradients, so capturing without autograd gives the same model; plain
+    torch does not retry, so the ledger says the shim did. The first failure is raised when the
+    retry fails too."""
+    import torch
+
+    try:
+        return export()
+    except Exception as exc:
+        if (classify(exc) != "ONNX conversion error" or not torch.is_grad_enabled()
+                or not isinstance(model, torch.nn.Module)
+                or not any(p.requires_grad for p in model.parameters())):
+            raise
+        first = exc
+    try:
+        with torch.no_grad():
+            result = export()
+    except Exception as exc:  # noqa: BLE001 - the first failure is the one to report
+        first.add_note(f"captured under torch.no_grad() too, which failed: {type(exc).__name__}")
+        raise first from None
+    translations.append(Translation("ONX001", "model", NO_GRAD_ACTION))
+    return result
 
 
 def _post_process(program: Any, fixes: tuple[Any, ...]) -> OpsetNotReached | None:

@@ -29,6 +29,12 @@ class Cross(nn.Module):
         return torch.cross(a, b)
 
 
+def _relative_bias_attention() -> nn.Module:
+    from attention_models import RelativeBiasAttention  # tests/helpers
+
+    return RelativeBiasAttention()
+
+
 def _quantized() -> nn.Module:
     from torch.ao import quantization as q
 
@@ -47,6 +53,7 @@ CASES = {
                                   {"input_names": ["x"], "dynamic_axes": {"x": {0: "seq"}}},
                                   "sequence axis dynamic"),
     "eager-quantized": (_quantized, (torch.randn(2, 4),), {}, "QDQ form"),
+    "captured without autograd": (_relative_bias_attention, (torch.randn(2, 5, 32),), {}, "without autograd"),
 }
 
 
