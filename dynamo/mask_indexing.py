@@ -7,8 +7,8 @@ guard on the count of selected elements, then ``PendingUnbackedSymbolNotFound`` 
 left dynamic. ``flat_masks()`` makes the draft capture index such a mask the one-dimensional way,
 ``x.flatten(0, k - 1)[mask.flatten()]``: the same elements in the same (row-major) order, so the
 same values and shape as eager for every input. Only ``Tensor.__getitem__`` with one boolean
-tensor covering the leading dimensions (``x[mask]``, ``x[mask, :]``, ``x[mask, ...]``) is rewritten; everything else, assignments included (they
-capture), runs as written.
+tensor covering the leading dimensions (``x[mask]``, ``x[mask, :]``, ``x[mask, ...]``) is
+rewritten; everything else, assignments included (they capture), runs as written.
 """
 
 from __future__ import annotations
@@ -25,25 +25,14 @@ def flat_masks() -> Iterator[None]:
     """Inside, ``x[mask]`` with a k-dimensional boolean ``mask`` (k >= 2, ``mask.shape ==
     x.shape[:k]``) is computed as ``x.flatten(0, k - 1)[mask.flatten()]``.
 
-    ``torch.Tensor.__getitem__`` itself is wrapped, not a TorchFunctionMode, whose frame would sit
-    under every torch call of the model; draft_export names a guard's place by the frames around
-    the innermost one outside torch, so this module's frame is skipped there too
-    (``torch_internals.user_stack_skips``), and a guard inside an index names the model's line
-    (the ledger's ``baked``). Another thread indexing meanwhile gets the same values either way."""
-    import torch
-
-    original = torch.Tensor.__getitem__
-
-    def getitem(x: Any, index: Any) -> Any:
-        flat = _flat_index(x, index)
-        return original(x, index) if flat is None else original(*flat)
-
-    torch.Tensor.__getitem__ = getitem
-    try:
-        with torch_internals.user_stack_skips(__file__):
-            yield
-    finally:
-        torch.Tensor.__getitem__ = original
+    A TorchFunctionMode, not an assignment to ``torch.Tensor.__getitem__``: CPython cannot put a
+    type's C slots back as they were, and the TorchScript exporter then takes 0-d tensors for
+    sequences ("len() of a 0-d tensor"). draft_export names a guard's place by the frames around
+    the innermost one outside torch, which would be the mode's under every torch call; that frame
+    is skipped there (``torch_internals.user_stack_skips``), so a guard names the model's line
+    (the ledger's ``baked``)."""
+    with torch_internals.user_stack_skips(__file__), _mode_class()():
+        yield
 
 
 def _flat_index(x: Any, index: Any) -> tuple[Any, Any] | None:
@@ -62,3 +51,25 @@ def _flat_index(x: Any, index: Any) -> tuple[Any, Any] | None:
 
 def _whole(index: Any) -> bool:
     return index is Ellipsis or (isinstance(index, slice) and index == slice(None))
+
+
+_MODE: type | None = None
+
+
+def _mode_class() -> type:
+    global _MODE
+    if _MODE is None:
+        import torch
+        from torch.overrides import TorchFunctionMode
+
+        class FlatMasks(TorchFunctionMode):
+            def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                                   kwargs: dict[str, Any] | None = None) -> Any:
+                if func is torch.Tensor.__getitem__ and len(args) == 2 and not kwargs:
+                    flat = _flat_index(*args)
+                    if flat is not None:
+                        return func(*flat)
+                return func(*args, **(kwargs or {}))
+
+        _MODE = FlatMasks
+    return _MODE

@@ -45,10 +45,10 @@ from compat.request import ExportRequest, Outcome
 from compat.request.graph_inputs import LegacyInput, legacy_form, legacy_inputs
 from compat.request.layout import (
     InputLayout,
-    skewed_probe,
     joint_probe,
     resized_leaves,
     scalar_kind,
+    skewed_probe,
 )
 from compat.routing import model_state, numerics
 from compat.routing.capture import Capture

@@ -240,13 +240,24 @@ def test_a_two_dimensional_mask_index_is_draft_captured(tmp_path, monkeypatch):
                              baked_models._seeded(lambda: (torch.randn(4, 6),), 1),
                              baked_models._seeded(lambda: (torch.randn(7, 6),), 2),
                              baked_models._seeded(lambda: (torch.randn(3, 11) * 3,), 3))
-    original = torch.Tensor.__getitem__
     out, record, onx003, _ = _export(case, tmp_path, monkeypatch)
-    assert torch.Tensor.__getitem__ is original
     assert [b["source"] for b in record["baked"]] == ["if torch.min(y) < -2:"]
     assert record["baked"][0]["file"] == __file__ and len(onx003) == 1
     for inputs in (case.example(), case.same_branch(), case.other_branch()):
         _matches_eager(case, out, inputs)
+
+
+def test_tensors_are_no_sequences_after_a_draft_capture():
+    """auto falls back to the TorchScript route in the same process after a draft capture, and
+    its symbolics build ``torch.tensor([<0-d tensor>])``. Assigning ``torch.Tensor.__getitem__``
+    (even putting it back) leaves CPython's sequence slot set, and that raises "len() of a 0-d
+    tensor" (Piper's VITS fell back to a failing TorchScript route so): the capture's mask
+    indexing is a TorchFunctionMode and touches no type."""
+    from dynamo import torch_internals
+
+    torch_internals.draft_export(MaskedSpline().eval(), (torch.randn(4, 6),), None, None)
+    assert "__getitem__" not in vars(torch.Tensor)
+    assert torch.equal(torch.tensor([torch.tensor(3)]), torch.tensor([3]))
 
 
 @pytest.mark.parametrize("index", ["mask", "mask, :", "mask, ...", "mask3"])

@@ -11,29 +11,12 @@ import warnings
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import compat
+from attention_models import RelativeBiasAttention  # tests/helpers
 from compat.errors import ExportFailed
 from dynamo import quiet
 from dynamo.route import classify, with_operator
-
-
-class BeitAttention(torch.nn.Module):
-    """timm BEiT's attention: q/k/v unbound from one permuted projection, the relative position
-    bias gathered from a parameter table as SDPA's mask, then transpose + reshape."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.table = torch.nn.Parameter(torch.randn(25, 4))
-        self.register_buffer("index", torch.randint(0, 25, (5, 5)))
-
-    def forward(self, x):
-        B, N, C = x.shape
-        q, k, v = torch.cat([x, x, x], -1).reshape(B, N, 3, 4, -1).permute(2, 0, 3, 1, 4).unbind(0)
-        bias = self.table[self.index.view(-1)].view(5, 5, -1).permute(2, 0, 1).contiguous().unsqueeze(0)
-        x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
-        return x.transpose(1, 2).reshape(B, N, C)
 
 
 class RaftChunk(torch.nn.Module):
@@ -68,18 +51,20 @@ def _plain_torch_fails(model, args, **options) -> BaseException:
                 "docs/upstream/ and this test")
 
 
-def test_beit_reshape_after_masked_sdpa_names_the_operator_and_the_line(tmp_path):
-    failure = _dynamo_failure(BeitAttention().eval(), (torch.randn(2, 5, 32),), tmp_path)
-    assert failure.reason == "ONNX conversion error in aten.view.default"
-    assert failure.where.endswith("`return x.transpose(1, 2).reshape(B, N, C)`")
-    assert "test_upstream_faults.py:" in failure.where
-    # torch's, not ours: plain torch fails on the same operator (docs/upstream/beit-sdpa-mask-view.md)
-    plain = _plain_torch_fails(BeitAttention().eval(), (torch.randn(2, 5, 32),))
+def test_beit_reshape_after_masked_sdpa_names_the_operator_and_the_line():
+    """torch's fault (docs/upstream/beit-sdpa-mask-view.md): plain torch fails on the reshape,
+    and the reason the route would give names the operator and the model's line. The route itself
+    exports the model, captured without autograd (tests/dynamo/test_capture_without_autograd.py)."""
+    plain = _plain_torch_fails(RelativeBiasAttention().eval(), (torch.randn(2, 5, 32),))
     assert quiet.failing_operator(plain) == "aten.view.default"
+    reason = with_operator(classify(plain), plain)
+    assert reason == "ONNX conversion error in aten.view.default"
+    where = quiet.describe_block(reason, plain)
+    assert where.endswith("`return x.transpose(1, 2).reshape(b, n, c)`") and "attention_models.py:" in where
     # the reported workaround holds: no parameter requires grad during the export
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(BeitAttention().eval().requires_grad_(False), (torch.randn(2, 5, 32),),
+        torch.onnx.export(RelativeBiasAttention().eval().requires_grad_(False), (torch.randn(2, 5, 32),),
                           dynamo=True, verbose=False)
 
 
