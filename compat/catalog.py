@@ -53,6 +53,8 @@ SHIM_ONLY_TRANSLATIONS: tuple[tuple[str, str, str], ...] = (
      "the shim fed quantized inputs as value, scale and zero point"),
     ("dynamic_axes", "RNN layers loop over the sequence",
      "the shim kept the RNN's sequence axis dynamic (plain torch may bake the example length)"),
+    ("model", "packed sequences exported as the TorchScript exporter wrote them",
+     "the shim exported packed sequences as ONNX RNN nodes with sequence_lens (plain torch cannot capture them)"),
     ("model", "captured under torch.no_grad()",
      "the shim captured the model without autograd (plain torch's ONNX conversion fails with it on)"),
 )

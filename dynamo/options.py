@@ -90,6 +90,7 @@ def plan(req: ExportRequest) -> Plan:
     _initializers(req, out)
     _torch_defaults(out)
     _rnn_loops(out)
+    _packed_sequences(out)
     _opset(req, out)
     _verbose(req, out)
     _operator_export_type(req, out)
@@ -209,6 +210,22 @@ def _rnn_loops(out: Plan) -> None:
                 out.record(NO_CODE, rnn_decompositions.OPTION, rnn_decompositions.ACTION)
 
         out.post_process.append(record)
+def _packed_sequences(out: Plan) -> None:
+    """Packed sequences through LSTM/GRU as ONNX RNN nodes with ``sequence_lens``
+    (``packed_sequences``), recorded when a packed RNN ran."""
+    from . import packed_sequences
+
+    uses = packed_sequences.Uses()
+    out.contexts.append(functools.partial(packed_sequences.packed_rnns, uses=uses))
+    out.translation_table.update(packed_sequences.translation_table())
+
+    def record(program: Any) -> None:
+        if uses.count:
+            out.record(NO_CODE, packed_sequences.OPTION, packed_sequences.ACTION)
+
+    out.post_process.append(record)
+
+
 def _binding(req: ExportRequest, out: Plan) -> None:
     """Note where ``input_names`` fall on other forward() parameters than plain torch's
     ``torch.onnx.export(..., dynamo=True)`` would put them: it names the graph inputs in the

@@ -35,6 +35,16 @@ def _relative_bias_attention() -> nn.Module:
     return RelativeBiasAttention()
 
 
+class PackedLSTM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4)
+
+    def forward(self, x, lengths):
+        out, _ = self.lstm(nn.utils.rnn.pack_padded_sequence(x, lengths))
+        return nn.utils.rnn.pad_packed_sequence(out)[0]
+
+
 def _quantized() -> nn.Module:
     from torch.ao import quantization as q
 
@@ -53,6 +63,7 @@ CASES = {
                                   {"input_names": ["x"], "dynamic_axes": {"x": {0: "seq"}}},
                                   "sequence axis dynamic"),
     "eager-quantized": (_quantized, (torch.randn(2, 4),), {}, "QDQ form"),
+    "packed sequence": (PackedLSTM, (torch.randn(5, 2, 4), torch.tensor([5, 3])), {}, "packed sequences"),
     "captured without autograd": (_relative_bias_attention, (torch.randn(2, 5, 32),), {}, "without autograd"),
 }
 
