@@ -461,13 +461,13 @@ def draft_export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
                  dynamic_shapes: Any) -> Any:
     """``torch.export.draft_export`` with the size-oblivious setting torch's ONNX capture
     strategies use (size-0/1 examples keep their axes dynamic), parameters' real values and
-    multi-dimensional boolean masks indexed the way it captures (``mask_indexing``)."""
+    the operations it cannot capture computed the way it can (``draft_ops``)."""
     draft = _need("torch.export", "draft_export")
     config = importlib.import_module("torch.fx.experimental._config")
-    from . import mask_indexing
+    from . import draft_ops
 
     with config.patch(backed_size_oblivious=True), _trace_logs_removed(), parameters_keep_real_values(), \
-            mask_indexing.flat_masks():
+            draft_ops.draft_ops():
         return draft(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
 
 

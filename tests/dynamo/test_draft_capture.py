@@ -260,24 +260,59 @@ def test_tensors_are_no_sequences_after_a_draft_capture():
     assert torch.equal(torch.tensor([torch.tensor(3)]), torch.tensor([3]))
 
 
+class TopkAnchors(torch.nn.Module):
+    """torchvision FCOS/RetinaNet post-processing: the indices kept, divided by the class count
+    (floor division of a data-dependent size), behind a data-dependent branch."""
+
+    def forward(self, scores: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        keep = torch.where(scores > 0.5)[0] - 7
+        if keep.numel() > 4000:
+            keep = keep[:4000]
+        return (torch.div(keep, 5, rounding_mode="floor"), keep // -3,
+                torch.floor_divide(keep, torch.tensor(4)), keep.div(2, rounding_mode="floor"), keep % 5)
+
+
+def test_integer_floor_division_of_a_data_dependent_size_is_draft_captured(tmp_path, monkeypatch):
+    """torch's draft_export fails on it (docs/upstream/draft-export-integer-floor-division.md);
+    the capture computes it from truncating division and fmod, equal to eager for negative
+    values and divisors too, at other sizes and counts."""
+    case = baked_models.Case("topk_anchors", lambda: TopkAnchors().eval(), ["scores"], {"scores": {0: "n"}},
+                             baked_models._seeded(lambda: (torch.rand(50),), 1),
+                             baked_models._seeded(lambda: (torch.rand(90),), 2),
+                             baked_models._seeded(lambda: (torch.rand(13),), 3))
+    out, record, _, _ = _export(case, tmp_path, monkeypatch)
+    assert [b["source"] for b in record["baked"]] == ["if keep.numel() > 4000:"]
+    for inputs in (case.example(), case.same_branch(), case.other_branch()):
+        _matches_eager(case, out, inputs)
+
+
+@pytest.mark.parametrize("b", [5, -3, 7, -1])
+def test_floor_divide_equals_torch_for_every_sign(b):
+    from dynamo import draft_ops
+
+    a = torch.arange(-40, 40)
+    assert torch.equal(draft_ops.floor_divide(a, b), torch.div(a, b, rounding_mode="floor"))
+    assert torch.equal(draft_ops.floor_divide(a, torch.tensor(b)), torch.div(a, b, rounding_mode="floor"))
+
+
 @pytest.mark.parametrize("index", ["mask", "mask, :", "mask, ...", "mask3"])
 def test_flat_mask_index_takes_what_eager_takes(index):
-    from dynamo import mask_indexing
+    from dynamo import draft_ops
 
     x = torch.randn(3, 4, 5)
     masks = {"mask": (x[..., 0] > 0,), "mask, :": (x[..., 0] > 0, slice(None)),
              "mask, ...": (x[..., 0] > 0, Ellipsis), "mask3": (x > 0,)}
     key = masks[index] if len(masks[index]) > 1 else masks[index][0]
-    flat, mask = mask_indexing._flat_index(x, key)
+    flat, mask = draft_ops._flat_index(x, key)
     assert torch.equal(flat[mask], x[key])
 
 
 def test_flat_mask_index_leaves_other_indexes_to_eager():
-    from dynamo import mask_indexing
+    from dynamo import draft_ops
 
     x = torch.randn(3, 4)
     for key in (x[0] > 0, (x > 0).int(), (slice(None), x[0] > 0), 1, (x > 0)[:2], (x > 0, 0)):
-        assert mask_indexing._flat_index(x, key) is None, key
+        assert draft_ops._flat_index(x, key) is None, key
 
 
 def test_a_baked_model_is_also_checked_at_half_its_example_size(tmp_path, monkeypatch):
