@@ -78,9 +78,9 @@ def _mode_class() -> type:
                     flat = _flat_index(*args)
                     if flat is not None:
                         return func(*flat)
-                elif func in floor_divisions(torch) and len(args) == 2 and _floors(func, kwargs, torch):
-                    if _integer(args[0], torch) and _integer(args[1], torch):
-                        return floor_divide(*args)
+                elif (func in floor_divisions(torch) and len(args) == 2 and _floors(func, kwargs, torch)
+                      and _integer(args[0], torch) and _integer(args[1], torch)):
+                    return floor_divide(*args)
                 return func(*args, **kwargs)
 
         _MODE = DraftOps
