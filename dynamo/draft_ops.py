@@ -70,6 +70,8 @@ def _mode_class() -> type:
         import torch
         from torch.overrides import TorchFunctionMode
 
+        floors = floor_divisions(torch)
+
         class DraftOps(TorchFunctionMode):
             def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                                    kwargs: dict[str, Any] | None = None) -> Any:
@@ -78,7 +80,7 @@ def _mode_class() -> type:
                     flat = _flat_index(*args)
                     if flat is not None:
                         return func(*flat)
-                elif (func in floor_divisions(torch) and len(args) == 2 and _floors(func, kwargs, torch)
+                elif (func in floors and len(args) == 2 and _floors(func, kwargs, torch)
                       and _integer(args[0], torch) and _integer(args[1], torch)):
                     return floor_divide(*args)
                 return func(*args, **kwargs)

@@ -21,6 +21,8 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+from . import rnn_decompositions
+
 OPTION = "model"
 ACTION = ("packed sequences exported as the TorchScript exporter wrote them: ONNX LSTM/GRU with "
           "sequence_lens")
@@ -28,15 +30,8 @@ _OP = "compat_onnx::packed_rnn"
 _MODES = {"LSTM": 4, "GRU": 3}
 
 
-class Uses:
-    """How many packed RNN calls ``packed_rnns`` translated during one export."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-
 @contextlib.contextmanager
-def packed_rnns(uses: Uses | None = None) -> Iterator[None]:
+def packed_rnns(uses: rnn_decompositions.Uses | None = None) -> Iterator[None]:
     """While the block runs, packing is the identity, LSTM/GRU on a packed sequence call
     ``compat_onnx::packed_rnn`` and unpacking cuts at the longest length (see the module)."""
     import torch
@@ -186,12 +181,18 @@ def _onnx_packed_rnn(input: Any, lengths: Any, hx: Any, params: Any, mode: str, 
                      num_layers: int, bidirectional: bool) -> tuple[Any, Any, Any]:
     from onnxscript import opset18 as op
 
+    from .rnn_decompositions import (
+        onnx_cat,
+        onnx_layer_state,
+        onnx_layer_weights,
+        onnx_merge_directions,
+    )
+
     lstm = mode == "LSTM"
     gates = _MODES[mode]
     # torch's gate order -> ONNX's: LSTM i,f,g,o -> i,o,f,g (c); GRU r,z,n -> z,r,n (h)
     order = [0, 3, 1, 2] if lstm else [1, 0, 2]
     dirs = 2 if bidirectional else 1
-    per_direction = 4 if has_biases else 2
     hidden_size = hx[0].shape[2]
     seq_lens = op.Cast(lengths, to=6)  # INT32
 
@@ -201,30 +202,17 @@ def _onnx_packed_rnn(input: Any, lengths: Any, hx: Any, params: Any, mode: str, 
 
     current, finals_h, finals_c = input, [], []
     for layer in range(num_layers):
-        w, r, b = [], [], []
-        for d in range(dirs):
-            first = (layer * dirs + d) * per_direction
-            w.append(op.Unsqueeze(reorder(params[first]), [0]))
-            r.append(op.Unsqueeze(reorder(params[first + 1]), [0]))
-            if has_biases:
-                b.append(op.Unsqueeze(op.Concat(reorder(params[first + 2]), reorder(params[first + 3]), axis=0), [0]))
-        h0 = op.Slice(hx[0], [layer * dirs], [(layer + 1) * dirs], [0])
+        w, r, b = onnx_layer_weights(op, params, layer, dirs, has_biases, reorder)
+        h0 = onnx_layer_state(op, hx[0], layer, dirs)
         direction = "bidirectional" if bidirectional else "forward"
-        bias = _cat(op, b) if has_biases else None
         if lstm:
-            c0 = op.Slice(hx[1], [layer * dirs], [(layer + 1) * dirs], [0])
-            y, y_h, y_c = op.LSTM(current, _cat(op, w), _cat(op, r), bias, seq_lens, h0, c0,
+            y, y_h, y_c = op.LSTM(current, w, r, b, seq_lens, h0, onnx_layer_state(op, hx[1], layer, dirs),
                                   direction=direction, hidden_size=hidden_size)
             finals_c.append(y_c)
         else:
-            y, y_h = op.GRU(current, _cat(op, w), _cat(op, r), bias, seq_lens, h0,
+            y, y_h = op.GRU(current, w, r, b, seq_lens, h0,
                             direction=direction, hidden_size=hidden_size, linear_before_reset=1)
-        # [seq, dirs, batch, hidden] -> [seq, batch, dirs * hidden]
-        current = op.Reshape(op.Transpose(y, perm=[0, 2, 1, 3]), op.Constant(value_ints=[0, 0, -1]))
+        current = onnx_merge_directions(op, y)
         finals_h.append(y_h)
-    c = _cat(op, finals_c) if lstm else op.ConstantOfShape(op.Constant(value_ints=[0]))
-    return current, _cat(op, finals_h), c
-
-
-def _cat(op: Any, values: list[Any]) -> Any:
-    return values[0] if len(values) == 1 else op.Concat(*values, axis=0)
+    c = onnx_cat(op, finals_c) if lstm else op.ConstantOfShape(op.Constant(value_ints=[0]))
+    return current, onnx_cat(op, finals_h), c

@@ -29,7 +29,8 @@ ACTION = ("RNN layers loop over the sequence in the graph (ONNX Loop/RNN), so th
 
 
 class Uses:
-    """Whether any decomposition of ``while_loop_decompositions`` ran during one export."""
+    """How often a translation here ran during one export (``while_loop_decompositions``'
+    decompositions, ``packed_sequences``' packed RNNs)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -78,40 +79,57 @@ def _onnx_rnn(activation: str) -> Any:
         from onnxscript import opset18 as op
 
         directions = 2 if bidirectional else 1
-        per_direction = 4 if has_biases else 2
         hidden_size = hx.shape[2]
         if batch_first:
             input = op.Transpose(input, perm=[1, 0, 2])
         current = input
         finals = []
         for layer in range(num_layers):
-            w, r, b = [], [], []
-            for d in range(directions):
-                first = (layer * directions + d) * per_direction
-                w.append(op.Unsqueeze(params[first], [0]))
-                r.append(op.Unsqueeze(params[first + 1], [0]))
-                if has_biases:
-                    b.append(op.Unsqueeze(op.Concat(params[first + 2], params[first + 3], axis=0), [0]))
-            h0 = op.Slice(hx, [layer * directions], [(layer + 1) * directions], [0])
+            w, r, b = onnx_layer_weights(op, params, layer, directions, has_biases)
             y, y_h = op.RNN(
-                current, _cat(op, w), _cat(op, r), _cat(op, b) if has_biases else None, None, h0,
+                current, w, r, b, None, onnx_layer_state(op, hx, layer, directions),
                 activations=[activation] * directions,
                 direction="bidirectional" if bidirectional else "forward",
                 hidden_size=hidden_size,
             )
-            # [seq, dirs, batch, hidden] -> [seq, batch, dirs * hidden]
-            y = op.Transpose(y, perm=[0, 2, 1, 3])
-            current = op.Reshape(y, op.Constant(value_ints=[0, 0, -1]))
+            current = onnx_merge_directions(op, y)
             if train and dropout > 0.0 and layer < num_layers - 1:
                 current, _ = op.Dropout(current, op.Constant(value_float=dropout), op.Constant(value=True))
             finals.append(y_h)
         output = op.Transpose(current, perm=[1, 0, 2]) if batch_first else current
-        return output, _cat(op, finals)
+        return output, onnx_cat(op, finals)
 
     return rnn
 
 
-def _cat(op: Any, values: list[Any]) -> Any:
+def onnx_layer_weights(op: Any, params: Any, layer: int, directions: int, has_biases: bool,
+                       reorder: Any = None) -> tuple[Any, Any, Any]:
+    """ONNX ``W``, ``R`` and ``B`` (None without biases) of one layer from torch's flat RNN
+    parameters (``w_ih, w_hh[, b_ih, b_hh]`` per direction), each gate block passed through
+    ``reorder`` (torch's gate order to ONNX's) when given."""
+    fix = reorder or (lambda value: value)
+    per_direction = 4 if has_biases else 2
+    w, r, b = [], [], []
+    for d in range(directions):
+        first = (layer * directions + d) * per_direction
+        w.append(op.Unsqueeze(fix(params[first]), [0]))
+        r.append(op.Unsqueeze(fix(params[first + 1]), [0]))
+        if has_biases:
+            b.append(op.Unsqueeze(op.Concat(fix(params[first + 2]), fix(params[first + 3]), axis=0), [0]))
+    return onnx_cat(op, w), onnx_cat(op, r), (onnx_cat(op, b) if has_biases else None)
+
+
+def onnx_layer_state(op: Any, state: Any, layer: int, directions: int) -> Any:
+    """One layer's slice of a ``[layers * directions, batch, hidden]`` initial state."""
+    return op.Slice(state, [layer * directions], [(layer + 1) * directions], [0])
+
+
+def onnx_merge_directions(op: Any, y: Any) -> Any:
+    """An ONNX RNN node's ``Y``, ``[seq, dirs, batch, hidden]``, as torch's ``[seq, batch, dirs * hidden]``."""
+    return op.Reshape(op.Transpose(y, perm=[0, 2, 1, 3]), op.Constant(value_ints=[0, 0, -1]))
+
+
+def onnx_cat(op: Any, values: list[Any]) -> Any:
     return values[0] if len(values) == 1 else op.Concat(*values, axis=0)
 
 
