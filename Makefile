@@ -37,10 +37,11 @@ lint: $(STAMP)
 # and every other pin from requirements-pinned.txt. MATRIX_ARGS picks the tests, e.g.
 # MATRIX_ARGS="-p no:xdist -q tests/symbolics tests/dynamo". `make matrix-venv TORCH=...` only builds
 # the venv. torch is installed alone first, with its own dependencies (the registry's Linux wheels
-# are CUDA builds: the nvidia-* wheels come with them, and the build runs on CPU). A pip
-# configuration that caps torch below TORCH (a constraint file) is bypassed for that one install
-# only, and only when the capped install cannot give TORCH; the other pins are then installed with
-# torch==TORCH as a constraint, so nothing can silently swap the torch under test.
+# are CUDA builds: the nvidia-* wheels come with them, and the build runs on CPU), without pip's
+# cache (it would hold a second copy of those GBs). A pip configuration that caps torch below
+# TORCH (a constraint file) is bypassed for that one install only, and only when the capped install
+# cannot give TORCH; the other pins are then installed with torch==TORCH as a constraint, so
+# nothing can silently swap the torch under test.
 TORCH ?= 2.13.0
 MATRIX_VENV = $(VENV)-torch$(TORCH)
 MATRIX_PY = $(MATRIX_VENV)/bin/python
@@ -51,8 +52,9 @@ $(MATRIX_VENV)/.installed: pyproject.toml requirements-pinned.txt
 	$(MATRIX_PY) -m pip install -q --upgrade pip
 	echo 'torch==$(TORCH)' > $(MATRIX_VENV)/torch-constraint.txt
 	grep -v '^torch==' requirements-pinned.txt > $(MATRIX_VENV)/requirements.txt
-	$(MATRIX_PY) -m pip install -q 'torch==$(TORCH)' \
-	  || PIP_CONFIG_FILE=/dev/null PIP_CONSTRAINT= $(MATRIX_PY) -m pip install -q 'torch==$(TORCH)'
+	$(MATRIX_PY) -m pip install -q --no-cache-dir 'torch==$(TORCH)' \
+	  || PIP_CONFIG_FILE=/dev/null PIP_CONSTRAINT= PIP_RESUME_RETRIES=20 \
+	       $(MATRIX_PY) -m pip install -q --no-cache-dir 'torch==$(TORCH)'
 	$(MATRIX_PY) -m pip install -q -r $(MATRIX_VENV)/requirements.txt -c $(MATRIX_VENV)/torch-constraint.txt
 	$(MATRIX_PY) -m pip install -q --no-deps -e .
 	$(MATRIX_PY) -c "import torch, sys; v = torch.__version__.split('+')[0]; \
