@@ -18,13 +18,12 @@ import functools
 import importlib
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compat.installed import torch_caps
-
-if TYPE_CHECKING:
-    from compat.errors import TorchInternalsMoved
-
+from compat.installed.torch_internals import lookup as _get
+from compat.installed.torch_internals import moved as _moved
+from compat.installed.torch_internals import need as _need
 
 #: the route's other private torch pieces: (module, dotted attribute)
 ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
@@ -93,27 +92,6 @@ DRAFT_INTERNALS: tuple[tuple[str, str], ...] = (
     # the QDQ operators eager-quantized modules' stand-ins are written with (``quantized``)
     ("torch.ao.quantization.fx._decomposed", "quantized_decomposed_lib"),
 )
-
-
-def _get(module: str, attr: str) -> Any:
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def _need(module: str, attr: str) -> Any:
-    """``module.attr``, or ``TorchInternalsMoved`` naming it and the installed torch."""
-    try:
-        return _get(module, attr)
-    except (ImportError, AttributeError) as exc:
-        raise _moved(f"{module}.{attr}") from exc
-
-
-def _moved(what: str) -> TorchInternalsMoved:
-    from compat.errors import TorchInternalsMoved
-
-    return TorchInternalsMoved(what, torch_caps.torch_version_str())
 
 
 def original_register() -> Callable[..., None] | None:

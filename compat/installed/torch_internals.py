@@ -32,21 +32,24 @@ MODULE_SLOTS: tuple[tuple[str, type], ...] = (
 )
 
 
-def _get(module: str, attr: str) -> Any:
+def lookup(module: str, attr: str) -> Any:
+    """``module.attr`` (``attr`` may be dotted); ImportError or AttributeError if it is gone."""
     obj: Any = importlib.import_module(module)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
 
 
-def _need(module: str, attr: str) -> Any:
+def need(module: str, attr: str) -> Any:
+    """``module.attr``, or ``TorchInternalsMoved`` naming it and the installed torch."""
     try:
-        return _get(module, attr)
+        return lookup(module, attr)
     except (ImportError, AttributeError) as exc:
-        raise _moved(f"{module}.{attr}") from exc
+        raise moved(f"{module}.{attr}") from exc
 
 
-def _moved(what: str) -> TorchInternalsMoved:
+def moved(what: str) -> TorchInternalsMoved:
+    """The error for a private torch piece ``what`` that the installed torch no longer has."""
     from compat.installed import torch_caps
 
     return TorchInternalsMoved(what, torch_caps.torch_version_str())
@@ -59,7 +62,7 @@ def module_slots(m: Any) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
     for name, kind in MODULE_SLOTS:
         value = m.__dict__.get(name)
         if not isinstance(value, kind):
-            raise _moved(f"torch.nn.Module.{name} (a {kind.__name__} on every module)")
+            raise moved(f"torch.nn.Module.{name} (a {kind.__name__} on every module)")
         slots.append(value)
     return slots[0], slots[1], slots[2]
 
@@ -132,21 +135,21 @@ def module_children(m: Any) -> list[Any]:
 
 
 def tree_leaves(tree: Any) -> list[Any]:
-    return list(_need("torch.utils._pytree", "tree_leaves")(tree))
+    return list(need("torch.utils._pytree", "tree_leaves")(tree))
 
 
 def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
-    return _need("torch.utils._pytree", "tree_flatten")(tree)
+    return need("torch.utils._pytree", "tree_flatten")(tree)
 
 
 def tree_unflatten(leaves: list[Any], spec: Any) -> Any:
-    return _need("torch.utils._pytree", "tree_unflatten")(leaves, spec)
+    return need("torch.utils._pytree", "tree_unflatten")(leaves, spec)
 
 
 def as_onnx_export(fn: Any) -> Any:
     """``fn`` run with ``torch.onnx.is_in_onnx_export()`` true, as it is while torch.export
     captures the model for ONNX (a forward that branches on it takes its export branch)."""
-    return _need("torch.onnx._internal.exporter._flags", "set_onnx_exporting_flag")(fn)
+    return need("torch.onnx._internal.exporter._flags", "set_onnx_exporting_flag")(fn)
 
 
 def check() -> list[str]:
@@ -154,7 +157,7 @@ def check() -> list[str]:
     missing = []
     for module, attr in INTERNALS:
         try:
-            _get(module, attr)
+            lookup(module, attr)
         except (ImportError, AttributeError):
             missing.append(f"{module}.{attr}")
     import torch
