@@ -70,7 +70,7 @@ def _mode_class() -> type:
         import torch
         from torch.overrides import TorchFunctionMode
 
-        floors = floor_divisions(torch)
+        floors = _floor_divisions(torch)
 
         class DraftOps(TorchFunctionMode):
             def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
@@ -89,7 +89,7 @@ def _mode_class() -> type:
     return _MODE
 
 
-def floor_divisions(torch: Any) -> tuple[Any, ...]:
+def _floor_divisions(torch: Any) -> tuple[Any, ...]:
     return (torch.div, torch.Tensor.div, torch.floor_divide, torch.Tensor.floor_divide,
             torch.Tensor.__floordiv__)
 

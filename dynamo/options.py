@@ -210,17 +210,14 @@ def _rnn_loops(out: Plan) -> None:
                 out.record(NO_CODE, rnn_decompositions.OPTION, rnn_decompositions.ACTION)
 
         out.post_process.append(record)
+
+
 def _packed_sequences(req: ExportRequest, out: Plan) -> None:
     """Packed sequences through LSTM/GRU as ONNX RNN nodes with ``sequence_lens``
-    (``packed_sequences``), recorded when a packed RNN ran; only a model with an LSTM or GRU
-    needs the patches and the custom op."""
-    import torch
-
+    (``packed_sequences``), recorded when a packed RNN ran."""
     from . import packed_sequences, rnn_decompositions
 
-    model = out.model if out.model is not None else req.model
-    if not (isinstance(model, torch.nn.Module)
-            and any(isinstance(m, (torch.nn.LSTM, torch.nn.GRU)) for m in model.modules())):
+    if not packed_sequences.needed(out.model if out.model is not None else req.model):
         return
     uses = rnn_decompositions.Uses()
     out.contexts.append(functools.partial(packed_sequences.packed_rnns, uses=uses))

@@ -30,6 +30,20 @@ _OP = "compat_onnx::packed_rnn"
 _MODES = {"LSTM": 4, "GRU": 3}
 
 
+def needed(model: Any) -> bool:
+    """Whether ``model`` is a module with an LSTM or GRU, the only ones a packed sequence is
+    given to here (a model without one needs neither the patches nor the custom op)."""
+    import torch
+
+    return isinstance(model, torch.nn.Module) and any(isinstance(m, _rnn_classes()) for m in model.modules())
+
+
+def _rnn_classes() -> tuple[type, ...]:
+    import torch
+
+    return (torch.nn.LSTM, torch.nn.GRU)
+
+
 @contextlib.contextmanager
 def packed_rnns(uses: rnn_decompositions.Uses | None = None) -> Iterator[None]:
     """While the block runs, packing is the identity, LSTM/GRU on a packed sequence call
@@ -90,7 +104,7 @@ def packed_rnns(uses: rnn_decompositions.Uses | None = None) -> Iterator[None]:
 
         return original, forward
 
-    patched = {cls: forward_for(cls) for cls in (torch.nn.LSTM, torch.nn.GRU)}
+    patched = {cls: forward_for(cls) for cls in _rnn_classes()}
     for cls, (_, forward) in patched.items():
         cls.forward = forward
     # instance attributes of torch's _VF module, found before its __getattr__; deleted after
