@@ -373,9 +373,13 @@ def select(select: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> l
 
 def prefilter_tokens() -> tuple[bytes, ...]:
     """Byte strings whose absence proves a file holds no legacy usage (the rewriter's prefilter)."""
+    # every rule on an option of an export call also needs the call, which names "onnx" (the
+    # module or an import from it); "symbolic" stays: an autograd.Function's symbolic
+    # staticmethod (ONX302) often sits in a file that never names onnx (mmcv's ops)
     toks = {"onnx"}
     for e in ENTRIES:
-        toks.update(t for t in e.tokens if len(t) > 6 and t not in {"symbolic", "_export"})
+        toks.update(t for t in e.tokens
+                    if len(t) > 6 and t not in facts.GENERIC_OPTIONS and t != "_export")
     toks.add("dynamic_axes")
     return tuple(sorted(t.encode() for t in toks))
 

@@ -281,6 +281,9 @@ OPTIONS: tuple[OptionFacts, ...] = (
 BY_OPTION: dict[str, OptionFacts] = {o.name: o for o in OPTIONS}
 #: keyword -> catalog code for every legacy keyword argument of torch.onnx.export
 OPTION_CODES: dict[str, str] = {o.name: o.code for o in OPTIONS}
+#: option words too common to mean legacy export code on their own (``training=`` of a data
+#: loader, ``fallback=`` of a config): they count only on a call already known to export
+GENERIC_OPTIONS = frozenset({"training", "fallback", "aten", "export_raw_ir", "export_type"})
 #: the legacy options current torch still takes, which its torch.export exporter ignores
 IGNORED_BY_TORCH_EXPORT = tuple(o.name for o in OPTIONS if o.name in CURRENT_KEYWORDS)
 

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from .onx0 import Route
 
 #: keywords distinctive enough to report on calls of project-local wrappers (not `training=`)
-_GENERIC = ("training", "fallback", "aten", "export_raw_ir", "export_type")
-WRAPPER_KEYWORDS = tuple(o for o in facts.OPTION_CODES if o not in _GENERIC)
+WRAPPER_KEYWORDS = tuple(o for o in facts.OPTION_CODES if o not in facts.GENERIC_OPTIONS)
 #: what keeps a value's meaning only off plain torch's torch.export route
 _KEPT = ("shim", "torchscript")
 
