@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from compat import catalog_facts as facts
 from compat.catalog import DYNAMO_KEYWORD_SINCE
 
+from .astwalk import Visitor, child_nodes, walk
 from .model import Applicability, Edit, Finding, Key
 from .resolve import Resolver, Scope, dotted, scope_chain
 
@@ -109,14 +110,14 @@ class Context:
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The syntactic parent of ``node`` (the map is built once, on first use)."""
         if self._parents is None:
-            self._parents = {c: p for p in ast.walk(self.tree) for c in ast.iter_child_nodes(p)}
+            self._parents = {c: p for p in walk(self.tree) for c in child_nodes(p)}
         return self._parents.get(node)
 
     def names(self) -> set[str]:
         """Every name the module binds or reads (computed once)."""
         if "names" not in self.facts:
             out: set[str] = set()
-            for n in ast.walk(self.tree):
+            for n in walk(self.tree):
                 if isinstance(n, ast.Name):
                     out.add(n.id)
                 elif isinstance(n, ast.arg):
@@ -248,6 +249,9 @@ class Context:
 
 def _splitlines(text: str) -> list[str]:
     """Lines with their ends, split where the tokenizer splits (not at \\f or \\x1c..)."""
+    if "\r" not in text:  # the common case, without the slower look-behind split
+        lines = text.split("\n")
+        return [line + "\n" for line in lines[:-1]] + [lines[-1]]
     return re.split(r"(?<=\r\n)|(?<=\n)|(?<=\r)(?!\n)", text)
 
 
@@ -291,7 +295,7 @@ def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
         return {}
     binds: dict[str, int] = {}
     touched: set[str] = set()
-    for n in ast.walk(tree):
+    for n in walk(tree):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             binds[n.id] = binds.get(n.id, 0) + 1
         elif isinstance(n, ast.arg):
@@ -445,7 +449,7 @@ class Handlers(Protocol):
     def on_reference(self, ctx: Context, node: ast.expr, scope: list[Scope]) -> None: ...
 
 
-class _Walker(ast.NodeVisitor):
+class _Walker(Visitor):
     """Visits the module once with a scope stack and hands nodes to the rules' handlers."""
 
     def __init__(self, ctx: Context, handlers: Handlers) -> None:

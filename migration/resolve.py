@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
+from .astwalk import child_nodes
+
 Scope = ast.AST  # Module, FunctionDef, AsyncFunctionDef, Lambda or ClassDef
 _LOCAL = "<local>"
 
@@ -32,12 +34,14 @@ class Resolver:
     def __init__(self, tree: ast.Module, preamble: ast.Module | None = None) -> None:
         self.tree = tree
         self.bindings: dict[Scope, dict[str, list[object]]] = {}
+        self.stores: dict[str, int] = {}  # bindings and deletions of each name, in any scope
         if preamble is not None:  # e.g. the imports of a notebook's earlier cells
             self._collect(preamble, tree)
         self._collect(tree, tree)
 
     # -- collection -------------------------------------------------------------------------
     def _bind(self, scope: Scope, name: str, value: object) -> None:
+        self.stores[name] = self.stores.get(name, 0) + 1
         self.bindings.setdefault(scope, {}).setdefault(name, []).append(value)
 
     def _bind_target(self, scope: Scope, target: ast.expr) -> None:
@@ -50,7 +54,7 @@ class Resolver:
             self._bind_target(scope, target.value)
 
     def _collect(self, node: ast.AST, scope: Scope) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, ast.Import):
                 for a in child.names:
                     if a.asname:
@@ -77,6 +81,10 @@ class Resolver:
                 self._bind_target(scope, child.optional_vars)
             elif isinstance(child, ast.NamedExpr):
                 self._bind_target(scope, child.target)
+            elif isinstance(child, ast.Delete):
+                for t in child.targets:
+                    if isinstance(t, ast.Name):
+                        self.stores[t.id] = self.stores.get(t.id, 0) + 1
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._bind(scope, child.name, _LOCAL)
                 for d in child.decorator_list:

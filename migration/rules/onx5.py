@@ -91,11 +91,8 @@ def gate(ctx: Context, test: ast.expr, depth: int = 0) -> tuple[bool, Version] |
 def _module_value(ctx: Context, name: str) -> ast.expr | None:
     """The value of ``name``'s only binding, a plain module-level assignment."""
     if "flags" not in ctx.facts:
-        counts: dict[str, int] = {}
+        counts = ctx.resolver.stores
         values: dict[str, ast.expr] = {}
-        for n in ast.walk(ctx.tree):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                counts[n.id] = counts.get(n.id, 0) + 1
         for stmt in ctx.tree.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
                     and isinstance(stmt.targets[0], ast.Name):
