@@ -8,8 +8,10 @@ analysis: a fresh Python process (as the check is, as in CI) reading every file 
 chunks over 2 worker processes, applying the same prefilter and ``ast``-parsing the files that
 pass. The two alternate in one benchmark process, order reversed every other round.
 
-Row (ratio of medians): numerator ``compat.migrate --check -j 2``, denominator that floor on the
-same tree: what the analysis costs over the parse it needs. No asserts.
+Rows (ratio of medians): numerator ``compat.migrate --check -j 2``, denominator that floor on the
+same tree: what the analysis costs over the parse it needs; once on the generated tree, once on
+real third-party code (the Python files of mmdeploy, mmcv-lite, yolov5 and piper-tts wheels, eight
+copies: about 4,700 files), whose details also give the check's median time. No asserts.
 ``python benchmarks/bench_migrate.py [--quick] [--json PATH]``.
 """
 
@@ -19,9 +21,11 @@ import concurrent.futures as cf
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
+import zipfile
 from typing import Any
 
 from _timing import ROOT, alternate, cli, ratio
@@ -215,20 +219,66 @@ def parse_process(root: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, env=_env(), cwd=root, check=True)
 
 
+# Real third-party code: the Python files of these wheels (pip downloads them once into
+# benchmarks/results/, which git ignores), copied COPIES times: about 4,700 files, the size of
+# the tree issue 35 measured (mmdeploy, mmcv, yolov5, piper, four copies of their repositories).
+REAL_WHEELS = ("mmdeploy==1.3.1", "mmcv-lite==2.2.0", "yolov5==7.0.14", "piper-tts==1.8.0")
+COPIES = 8
+WHEELS = ROOT / "benchmarks" / "results" / "real-code-wheels"
+
+
+def real_tree(root: str) -> int | None:
+    """Write the real-code tree under ``root``; its file count, or None without the wheels."""
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    if len(list(WHEELS.glob("*.whl"))) < len(REAL_WHEELS):
+        got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                              "-d", str(WHEELS), *REAL_WHEELS], capture_output=True, check=False)
+        if got.returncode != 0:
+            return None
+    count = 0
+    for wheel in sorted(WHEELS.glob("*.whl")):
+        with zipfile.ZipFile(wheel) as zf:
+            members = [m for m in zf.namelist() if m.endswith(".py")]
+            for copy in range(COPIES):
+                dest = os.path.join(root, f"copy{copy}", wheel.name.split("-")[0])
+                zf.extractall(dest, members)
+                count += len(members)
+    return count
+
+
+def _measure(root: str, reps: int) -> tuple[dict[str, list[float]], int, int, int]:
+    check = migrate_check(root)
+    findings = len(json.loads(check.stdout)) if check.stdout.strip().startswith("[") else -1
+    parsed = int(parse_process(root).stdout)
+    times = alternate({CHECK: lambda: migrate_check(root), FLOOR: lambda: parse_process(root)},
+                      reps=reps, warmup=0)
+    return times, parsed, findings, check.returncode
+
+
 def run(quick: bool = False, files: int | None = None) -> dict[str, Any]:
-    """Generate the tree, alternate the check and the floor; the ratio of medians."""
+    """Generate the tree, alternate the check and the floor; the ratio of medians. Then the same
+    on the real-code tree (skipped, with a note, when its wheels cannot be downloaded)."""
     files = files or (800 if quick else 2000)
+    reps = 3 if quick else 5
     with tempfile.TemporaryDirectory(prefix="bench-migrate-") as root:
         generate(root, files)
-        check = migrate_check(root)
-        findings = len(json.loads(check.stdout)) if check.stdout.strip().startswith("[") else -1
-        parsed = int(parse_process(root).stdout)
-        times = alternate({CHECK: lambda: migrate_check(root), FLOOR: lambda: parse_process(root)},
-                          reps=3 if quick else 5, warmup=0)
+        times, parsed, findings, code = _measure(root, reps)
     rows = [ratio(times, CHECK, FLOOR, f"check / prefilter + ast parse of the same files, {files} files")]
-    return {"benchmark": "migrate", "title": TITLE, "ratios": rows,
-            "details": {"files": files, "files_parsed": parsed, "files_with_legacy_export": (files + 2) // 3,
-                        "migrate_exit_code": check.returncode, "findings": findings, "jobs": JOBS}}
+    details: dict[str, Any] = {
+        "files": files, "files_parsed": parsed, "files_with_legacy_export": (files + 2) // 3,
+        "migrate_exit_code": code, "findings": findings, "jobs": JOBS}
+    with tempfile.TemporaryDirectory(prefix="bench-migrate-real-") as root:
+        real = real_tree(root)
+        if real is None:
+            details["real_code"] = "skipped: the wheels could not be downloaded"
+        else:
+            times, parsed, findings, code = _measure(root, reps)
+            rows.append(ratio(times, CHECK, FLOOR, f"check / the same floor, real code "
+                                                   f"({', '.join(REAL_WHEELS)}; {real} files)"))
+            details["real_code"] = {"files": real, "files_parsed": parsed, "findings": findings,
+                                    "migrate_exit_code": code,
+                                    "check_median_s": statistics.median(times[CHECK])}
+    return {"benchmark": "migrate", "title": TITLE, "ratios": rows, "details": details}
 
 
 if __name__ == "__main__":
