@@ -12,11 +12,8 @@ import ast
 from collections import Counter
 from dataclasses import dataclass, field
 
-import libcst as cst
-
 from compat.catalog import prefilter_tokens
 
-from . import unused_imports
 from .analysis import Context, _splitlines, analyze
 from .ledger import LedgerIndex, shift_lines
 from .model import SYNTAX_ERROR, Finding
@@ -179,6 +176,10 @@ def _drop_unused_imports(text: str, tree: ast.Module, read_before: Counter, path
                          flags: int) -> str:
     """``text`` without the imports its fixes left unused (``unused_imports.py``); as it
     was when there are none or their removal does not check out (e.g. an emptied block)."""
+    import libcst as cst  # the fix path only: a check never pays for importing libcst
+
+    from . import unused_imports
+
     names = unused_imports.newly_unread(read_before, tree)
     if not names or path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py":
         return text  # a package's names are its API
@@ -215,6 +216,8 @@ def fix_text(text: str, path: str, opts: Options, evidence: dict | None = None,
         if not todo:
             break
         if read_before is None:
+            from . import unused_imports  # libcst: imported on the fix path only
+
             read_before = unused_imports.reads(tree)
         new, done = _apply(text, tree, todo, dropped, path, flags, failed)
         if new == text:

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from .fixer import apply_edits
 from .model import Edit, Key
 from .verify import Region, lost, split_lines
 
@@ -196,6 +195,8 @@ def rewrite_piece(layout: Layout, piece: Piece, path: str, flags: int) -> str:
     old = layout.text[start:end]
     gone: list[str] = []  # comments that went with their dropped arguments
     try:
+        from .fixer import apply_edits  # libcst: a check never imports it
+
         new = apply_edits(old, piece.edits, newline=layout.newline, dropped=gone)
     except RecursionError as exc:
         raise FixFailed("the statement is nested too deeply to rewrite") from exc
