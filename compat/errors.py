@@ -80,9 +80,11 @@ class OpsetNotReached(RouteFailed):
 
     def __init__(
         self, route: str, wanted: int, reached: int, program: object,
-        cause: BaseException | None = None,
+        cause: BaseException | None = None, blockers: tuple[str, ...] = (),
     ) -> None:
-        super().__init__(route, f"opset {wanted} not reachable", cause)
+        blocked = f": {', '.join(blockers)} has no opset-{wanted} form" if blockers else ""
+        super().__init__(route, f"opset {wanted} not reachable{blocked}", cause)
+        self.blockers = blockers  # the operators no down-conversion could write at ``wanted``
         self.wanted = wanted
         self.reached = reached
         self.program = program

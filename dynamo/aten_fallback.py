@@ -33,6 +33,7 @@ from typing import Any
 from compat.errors import CompatValueError, RouteFailed
 
 from . import torch_internals
+from .translation_fit import matches_every_node
 
 ROUTE = "dynamo"
 CODE = "ONX103"
@@ -144,8 +145,6 @@ class Session:
         """Write ``target`` as its legacy node; without a form for it, fail the route by name
         (``required``) or leave it to its ONNX translation (ONNX_ATEN, noted in the ledger;
         operators without results are assertions torch's step removes)."""
-        from .route import matches_every_node
-
         try:
             translate, node = _translation(target, self.mode, self.domain_version)
         except NoFallbackForm as exc:

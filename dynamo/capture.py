@@ -26,7 +26,7 @@ from typing import Any
 
 from compat.policy.route_noise import is_model_source
 
-from . import torch_internals
+from . import draft_ops, torch_internals
 
 #: the only draft_export finding that is a bake (a guard specialised on the example's values)
 BAKED_KIND = "DATA_DEPENDENT_ERROR"
@@ -93,7 +93,7 @@ def draft(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, d
     more than guards."""
     try:
         program = torch_internals.draft_export(model, args, dict(kwargs or {}),
-                                               export_dims(dynamic_shapes))
+                                               export_dims(dynamic_shapes), ops=draft_ops.draft_ops)
         failures = torch_internals.draft_failures(program)
     except Exception as exc:  # noqa: BLE001 - any draft failure: torch.export's own error is the one to raise
         first.add_note(f"torch.export.draft_export failed too: {type(exc).__name__}: "

@@ -415,6 +415,7 @@ def _opset(req: ExportRequest, out: Plan) -> None:
             raise OpsetNotReached(
                 ROUTE, wanted, result.reached, program,
                 CompatValueError(f"opset_version={wanted}: {result.reason()}"),
+                blockers=tuple(sorted({g.op for g in result.gaps if g.op != "the model"})),
             )
         out.record(NO_CODE, "opset_version", f"{wanted}: {result.describe()}")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import re
 import time
 from collections.abc import Callable
@@ -13,27 +12,9 @@ from compat.errors import CompatError, OpsetNotReached, RouteFailed, RouteUnavai
 from compat.request import ExportRequest, Outcome, Translation
 from compat.routing.capture import Capture
 
+from .translation_fit import matches_every_node
+
 ROUTE = "dynamo"
-
-
-def matches_every_node(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` as a translation torch's dispatcher chooses for every node of its op.
-
-    Custom translations are tried before torchlib's on every torch, but torch < 2.13 also matches
-    each candidate's ONNX signature (inferred from the Python one) against the node's argument
-    types and skips one that does not fit: a ``(*args, **kwargs)`` translation never fits, so
-    torchlib's built-in would silently replace it. An empty signature declares no parameters to
-    check, so it fits every node; the exporter calls the translation with the node's arguments
-    whatever its signature says (it reads the signature only to dispatch)."""
-
-    def translation(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    translation.__name__ = getattr(fn, "__name__", "translation")
-    translation.__qualname__ = getattr(fn, "__qualname__", translation.__name__)
-    translation.__signature__ = inspect.Signature()  # type: ignore[attr-defined]
-    translation.__wrapped_translation__ = fn  # type: ignore[attr-defined]
-    return translation
 
 
 def export(req: ExportRequest) -> Outcome:

@@ -436,16 +436,16 @@ def has_draft_capture() -> bool:
 
 
 def draft_export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None,
-                 dynamic_shapes: Any) -> Any:
+                 dynamic_shapes: Any, *, ops: Callable[[], contextlib.AbstractContextManager[Any]]) -> Any:
     """``torch.export.draft_export`` with the size-oblivious setting torch's ONNX capture
     strategies use (size-0/1 examples keep their axes dynamic), parameters' real values and
-    the operations it cannot capture computed the way it can (``draft_ops``)."""
+    ``ops()`` entered around it: the caller's way of computing the operations draft_export cannot
+    capture (``draft_ops.draft_ops``; passed in so this module never imports back)."""
     draft = _need("torch.export", "draft_export")
     config = importlib.import_module("torch.fx.experimental._config")
-    from . import draft_ops
 
     with config.patch(backed_size_oblivious=True), _trace_logs_removed(), parameters_keep_real_values(), \
-            draft_ops.draft_ops():
+            ops():
         return draft(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
 
 

@@ -6,12 +6,14 @@
 * A FIFO or a device (``os.devnull``): written in place, as torch does.
 * A folder that is not writable, with a writable ``f``: written in place (not atomically); the
   reason is recorded in ``Outcome.notes`` (and the ledger).
-* External data: the data file is always ``<f>.data`` (torch's name and ``location``), beside
-  the path the user passed (a symlinked ``f`` gets it beside the link, named after the link).
-  A model whose tensors all fit inline gets no data file. The pair is replaced in an order in
-  which a kill can only leave the previous complete pair or the new one (see :func:`_commit`):
-  new data under a hidden name, the model pointing at it, that data hard-linked to ``<f>.data``,
-  the model pointing at ``<f>.data``, the hidden name removed.
+* External data: the data file is always ``<model file>.data`` (torch's name and ``location``)
+  beside the model file: a symlinked ``f`` gets it beside the link's target, named after the
+  target, so the pair is one folder's pair and loads through the target and through a link in
+  the same folder (onnx and onnxruntime look for the data beside the path they are given: a link
+  in another folder cannot reach it; the note says so). A model whose tensors all fit inline gets
+  no data file. The pair is replaced in an order in which a kill can only leave the previous
+  complete pair or the new one (see :func:`_commit`); no data file the model names ever has a
+  second hard link (onnx refuses to load one) nor is renamed away while a model names it.
 * Deleted afterwards: only the data files the replaced model referred to and leftovers of this
   shim's own killed saves; never a data file another model file (``*.onnx``) in the folder still
   refers to (when the new data would have to replace such a file, the save is refused with
@@ -54,13 +56,13 @@ PROTOBUF_LIMIT = 2**31 - 1  # a single ModelProto cannot be larger than 2 GB
 STAGING_PREFIX = ".compat-export-"
 #: test hook: ``TORCH_ONNX_COMPAT_TEST_KILL_AT=<step>`` SIGKILLs the process at that step, so tests
 #: can check what a crash there leaves behind (steps: tmp-written; with external data: staged,
-#: data-placed, model-replaced, data-renamed, model-final, old-data-removed)
+#: data-placed, model-replaced; re-saving over a pair: data-renamed, model-final; old-data-removed)
 KILL_ENV = "TORCH_ONNX_COMPAT_TEST_KILL_AT"
 _STARTED = time.time()  # leftovers older than this process may be cleaned up
 _STAGING_DIR = re.compile(re.escape(STAGING_PREFIX) + r"(?:(\d+)-)?")
 _LOCATION_KEY = b"\n\x08location"  # how a tensor's external-data location starts on the wire
 #: hidden names a save gives the new data before it is ``<f>.data``: ``.<f>.data.compat-<pid>-<token>.next``
-#: (what the model points at between its two writes) and ``.link`` (the hard link being placed)
+#: (what the model points at between its two writes) and ``.link`` (the data just before its rename)
 _HIDDEN_DATA = r"\.{data}\.compat-(\d+)-[0-9a-f]+\.(?:next|link)"
 _OLD_VERSIONED = r"{name}\.[0-9a-f]{{12}}\.data"  # this shim's earlier data file names
 _ALIGN = 4096  # tensor offsets in a consolidated data file (page aligned, so it can be mapped)
@@ -127,16 +129,19 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
         kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) else "special"
         outcome.notes.append(f"f is not a regular file ({kind}): written in place")
         return shown
-    # the data file goes beside the path the user passed (a link's folder), as torch puts it
-    pair = _Pair(target, os.path.realpath(os.path.dirname(shown)), os.path.basename(shown), st)
-    for folder in dict.fromkeys((pair.folder, os.path.dirname(target))):
-        clean_stale(folder)
+    # the data file goes beside the model file (a link's target): one folder holds the pair
+    pair = _Pair(target, os.path.dirname(target), os.path.basename(target), st)
+    clean_stale(pair.folder)
     try:
         with _folder_lock(pair.folder):
             if outcome.staged is not None or _external(outcome, req):
                 staged = outcome.staged if outcome.staged is not None else _stage(pair, outcome)
                 outcome.staged = None
-                _commit(staged, pair)
+                if _commit(staged, pair) and os.path.dirname(shown) != pair.folder:
+                    pair.notes.append(
+                        f"f is a link to {target} in another folder: its data file {pair.data} is "
+                        f"beside {target}; load the model through {target} (onnx and onnxruntime "
+                        f"look for external data beside the path they are given)")
             else:
                 _write_model(_as_bytes(outcome), pair)
     finally:
@@ -240,14 +245,18 @@ def _stage(pair: _Pair, outcome: Outcome) -> str:
     return staged
 
 
-def _commit(staged: str, pair: _Pair) -> None:
-    """Move a staged model and its data into place as ``f`` and ``<f>.data``.
+def _commit(staged: str, pair: _Pair) -> bool:
+    """Move a staged model and its data into place as ``f`` and ``<f>.data``; whether the model
+    has a data file.
 
-    The order keeps a complete pair at ``f`` at every moment: (1) the new data goes in under a
-    hidden name nothing refers to; (2) the model, pointing at that name, replaces ``f``: the new
-    pair is complete; (3) the data is hard-linked (or copied) over ``<f>.data``, which only the
-    replaced model used; (4) the model, now pointing at ``<f>.data``, replaces ``f``; (5) the
-    hidden name goes. A kill before (2) leaves the previous pair, after it the new one.
+    The order keeps a complete, loadable pair at ``f`` at every moment. When the model at ``f``
+    does not use ``<f>.data`` (a new file, a self-contained one): (1) the data moves to
+    ``<f>.data``; (2) the model replaces ``f``. Else: (1) the new data goes in under a hidden name
+    nothing refers to; (2) the model, pointing at that name, replaces ``f``: the new pair is
+    complete; (3) a copy of the data (never a hard link: onnx refuses data with two links)
+    replaces ``<f>.data``, which only the replaced model used; (4) the model, now pointing at
+    ``<f>.data``, replaces ``f``; (5) the hidden name goes. A kill before (2) leaves the previous
+    pair, after it the new one.
     """
     import onnx
 
@@ -264,7 +273,7 @@ def _commit(staged: str, pair: _Pair) -> None:
                 data = fh.read()
             shutil.rmtree(staging, ignore_errors=True)
             _write_model(data, pair)
-            return
+            return False
         if os.path.lexists(pair.path(pair.data)) and pair.data in pair.siblings():
             raise CompatFileExistsError(
                 f"f: {pair.path(pair.data)} is still used by {pair.siblings()[pair.data]} in the "
@@ -273,28 +282,34 @@ def _commit(staged: str, pair: _Pair) -> None:
                 f"{pair.siblings()[pair.data]} first"
             )
         old_refs = _external_locations(pair.target) if pair.target_stat is not None else set()
-        nxt = pair.path(hidden + ".next")
+        direct = pair.data not in old_refs  # nothing loadable names <f>.data: it can go first
+        nxt = pair.path(hidden + ".link" if direct else hidden + ".next")
         placed.append(nxt)
         _place_data(proto, external, staging, nxt)
         files.keep_owner_and_mode_of_path(nxt, pair.target_stat)
         _fsync(nxt)
+        if direct:
+            os.replace(nxt, pair.path(pair.data))
+            placed[0] = pair.path(pair.data)
         files.fsync_folder(pair.folder)
         _step("data-placed")
-        _set_location(external, os.path.basename(nxt))
+        _set_location(external, pair.data if direct else os.path.basename(nxt))
         files.atomic_write(pair.target, proto.SerializeToString())
         committed = True
         _step("model-replaced")
-        link = pair.path(hidden + ".link")
-        placed.append(link)
-        _link_or_copy(nxt, link)
-        os.replace(link, pair.path(pair.data))
-        files.fsync_folder(pair.folder)
-        _step("data-renamed")
-        _set_location(external, pair.data)
-        files.atomic_write(pair.target, proto.SerializeToString())
+        if not direct:
+            copy = pair.path(hidden + ".link")
+            placed.append(copy)
+            _copy(nxt, copy)
+            os.replace(copy, pair.path(pair.data))
+            files.fsync_folder(pair.folder)
+            _step("data-renamed")
+            _set_location(external, pair.data)
+            files.atomic_write(pair.target, proto.SerializeToString())
         _remember_refs(pair.target, frozenset({pair.data}))
-        _step("model-final")
-        os.unlink(nxt)
+        if not direct:
+            _step("model-final")
+            os.unlink(nxt)
     except BaseException:
         for path in placed if not committed else placed[1:]:  # after (2) the model uses nxt
             with contextlib.suppress(OSError):
@@ -304,6 +319,7 @@ def _commit(staged: str, pair: _Pair) -> None:
         shutil.rmtree(staging, ignore_errors=True)
     _remove_replaced(pair, old_refs, keep={pair.data})
     _step("old-data-removed")
+    return True
 
 
 def _is_external(tensor: Any) -> bool:
@@ -376,14 +392,11 @@ def _move(src: str, dest: str) -> None:
         shutil.copyfile(src, dest)
 
 
-def _link_or_copy(src: str, dest: str) -> None:
-    """``dest`` as a second name of ``src`` (a copy where hard links are not supported)."""
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copyfile(src, dest)
-        shutil.copymode(src, dest)
-        _fsync(dest)
+def _copy(src: str, dest: str) -> None:
+    """A durable copy of ``src`` at ``dest`` with its mode (and, as root, its owner)."""
+    shutil.copyfile(src, dest)
+    files.keep_owner_and_mode_of_path(dest, os.stat(src))
+    _fsync(dest)
 
 
 def _fsync(path: str) -> None:

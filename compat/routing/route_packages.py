@@ -51,7 +51,9 @@ def _is_ours(module: ModuleType | None, name: str) -> bool:
 def _checkout_package(name: str) -> ModuleType:
     loaded = sys.modules.get(name)
     if _is_ours(loaded, name):
-        return loaded  # type: ignore[return-value]
+        # not ``loaded`` itself: another thread may be running its ``__init__`` right now (a
+        # "partially initialized module" to this one); import_module waits on its import lock
+        return importlib.import_module(name)
     alias = _ALIAS_PREFIX + name
     with _lock:
         if alias in sys.modules:

@@ -1,5 +1,6 @@
 """Split: ``num_outputs`` appeared at opset 18 (last chunk may be smaller); ``split`` became an
-input at 13 (an attribute below)."""
+input at 13 (an attribute below): sizes computed at run time (``boxes.split(per_image)`` in
+torchvision's detection models) are written as Slices between their running sums below 13."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ def split(rw: Rewrite) -> Outputs:
     if rw.input(1) is not None:
         if rw.target >= 13:
             return rw.same(drop=["num_outputs"])
+        if ir.convenience.get_const_tensor(rw.input(1)) is None:
+            return _slices_by_sizes(rw, x, rw.input(1), n, axis)
         return rw.same([x], drop=["num_outputs"], set_attrs={"split": rw.const_ints(1, 13, "split")})
     rank = rw.rank(x)
     dim = x.shape[axis] if rank is not None and -rank <= axis < rank else None
@@ -43,6 +46,16 @@ def _slices(rw: Rewrite, x: ir.Value, n: int, axis: int) -> Outputs:
         end = rw.op("Mul", chunk, rw.ints([i + 1])) if i < n - 1 else rw.const(np.asarray([np.iinfo(np.int64).max]))
         outs.append(rw.op("Slice", x, start, end, axes))
     return tuple(outs)
+
+
+def _slices_by_sizes(rw: Rewrite, x: ir.Value, sizes: ir.Value, n: int, axis: int) -> Outputs:
+    """Split ``x`` by the run-time ``sizes`` (n of them) with Slice: output i spans
+    [ends[i] - sizes[i], ends[i]) where ends is the running sum (CumSum, opset 11)."""
+    ends = rw.op("CumSum", sizes, rw.const(np.asarray(0, dtype=np.int64)))
+    starts = rw.op("Sub", ends, sizes)
+    axes = rw.ints([axis])
+    return tuple(rw.op("Slice", x, rw.op("Gather", starts, rw.ints([i]), axis=0),
+                       rw.op("Gather", ends, rw.ints([i]), axis=0), axes) for i in range(n))
 
 
 ADAPTERS = {"Split": split}

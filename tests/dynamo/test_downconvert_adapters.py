@@ -298,3 +298,22 @@ def test_later_meanings_have_no_older_form(node, source, target, needs, why):
     result = downconvert(ir.from_proto(proto), target, onnx_fallback=False)
     assert result.reached == needs and f"{node.op_type} has no opset-{target} form" in result.reason()
     assert why in result.reason()
+
+
+def test_split_by_run_time_sizes_below_13():
+    """Issue 35 item 6: Split's sizes computed at run time (torchvision detection's
+    ``boxes.split(per_image)``) have no opset-11/12 attribute form; they are written as Slices."""
+    proto = _model([helper.make_node("Split", ["x", "s"], ["a", "b", "c"], axis=2)],
+                   [_vi("x", F, ["N", 3, "H", 4]), _vi("s", I64, [3])],
+                   [_vi(o, F, None) for o in "abc"])
+    model = ir.from_proto(proto)
+    for x, sizes in ((X, [2, 0, 3]), (X_OTHER, [1, 4, 2])):
+        feeds = {"x": x, "s": np.asarray(sizes, dtype=np.int64)}
+        want = _run(proto, feeds)
+        for target in (11, 12):
+            result = downconvert(model, target, onnx_fallback=False)
+            assert result.complete, result.reason()
+            got = _run(ir.to_proto(result.model), feeds)
+            assert [g.shape for g in got] == [w.shape for w in want]
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)

@@ -25,7 +25,7 @@ import baked_models  # tests/helpers
 import compat
 import route_parity as parity  # tests/helpers
 from compat.errors import ExportFailed
-from dynamo import capture, torch_internals
+from dynamo import capture, draft_ops, torch_internals
 
 #: the models issue 19 names: `if x.mean() > 0:`, torchvision's batched_nms idiom, Piper's VITS
 #: transforms assert, a duration-driven output length
@@ -175,7 +175,8 @@ def test_failed_draft_capture_leaves_the_guard_failure_and_says_why(tmp_path):
 def test_draft_trace_log_is_not_left_in_the_temp_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     case = baked_models.BY_NAME["mean_gate"]
-    program = torch_internals.draft_export(case.make(), case.example(), {}, None)
+    program = torch_internals.draft_export(case.make(), case.example(), {}, None,
+                                           ops=draft_ops.draft_ops)
     assert [kind for kind, _ in torch_internals.draft_failures(program)] == ["DATA_DEPENDENT_ERROR"]
     logs = [f for _, _, files in os.walk(tmp_path) for f in files]
     assert logs == []
@@ -255,7 +256,8 @@ def test_tensors_are_no_sequences_after_a_draft_capture():
     indexing is a TorchFunctionMode and touches no type."""
     from dynamo import torch_internals
 
-    torch_internals.draft_export(MaskedSpline().eval(), (torch.randn(4, 6),), None, None)
+    torch_internals.draft_export(MaskedSpline().eval(), (torch.randn(4, 6),), None, None,
+                                 ops=draft_ops.draft_ops)
     assert "__getitem__" not in vars(torch.Tensor)
     assert torch.equal(torch.tensor([torch.tensor(3)]), torch.tensor([3]))
 

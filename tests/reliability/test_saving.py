@@ -11,6 +11,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+import onnx
 import pytest
 import torch
 from rel_helpers import (
@@ -84,23 +85,45 @@ def test_dangling_symlink_creates_its_target(tmp_path):
     check_parity(tmp_path / "target.onnx", model, X, ["x"])
 
 
+def _loads_everywhere(path, model) -> None:
+    """onnx (which refuses data files with a second hard link or behind a symlink) and
+    onnxruntime both load ``path`` with its data, and it computes what ``model`` does."""
+    onnx.load(str(path), load_external_data=True)
+    check_parity(path, model, X, ["x"])
+
+
 @pytest.mark.parametrize("route", ["legacy", pytest.param("dynamo", marks=pytest.mark.slow)])
-def test_symlinked_external_data_model_gets_its_data_beside_the_link(tmp_path, route):
-    """As plain torch: the model goes to the link's target (the link stays), the data file beside
-    the link and named after it, so the path the user passed loads (onnxruntime refuses data
-    files outside the folder of the path it was given)."""
-    real_dir = tmp_path / "store"
-    real_dir.mkdir()
-    link = tmp_path / "m.onnx"
-    link.symlink_to(real_dir / "real.onnx")
+def test_symlinked_external_data_model_gets_its_data_beside_the_target(tmp_path, route):
+    """The model goes to the link's target (the link stays), the data file beside the target and
+    named after it: the pair loads through the target and through a link in its folder (issue 35
+    item 4: the data went beside the link, named after it, and the target did not load)."""
+    link = tmp_path / "latest.onnx"
+    link.symlink_to(tmp_path / "real.onnx")
     torch.manual_seed(0)  # weights large enough for the torch.export route's data file
     model = torch.nn.Sequential(torch.nn.Linear(4, 256), torch.nn.Tanh(), torch.nn.Linear(256, 3)).eval()
     for _ in range(2):
         compat.export(model, X, link, route=route, external_data=True, input_names=["x"])
-        assert link.is_symlink() and os.readlink(link) == str(real_dir / "real.onnx")
-        assert sorted(os.listdir(real_dir)) == ["real.onnx"]
-        assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data", "store"]
-        check_parity(link, model, X, ["x"])
+        assert link.is_symlink() and os.readlink(link) == str(tmp_path / "real.onnx")
+        assert sorted(os.listdir(tmp_path)) == ["latest.onnx", "real.onnx", "real.onnx.data"]
+        _loads_everywhere(link, model)
+        _loads_everywhere(tmp_path / "real.onnx", model)
+
+
+def test_a_link_in_another_folder_gets_the_pair_beside_its_target_and_says_so(tmp_path):
+    """No one data file loads through a link in another folder and through its target; the pair
+    stays together beside the target (where it loads), and the outcome's note names the path."""
+    real_dir = tmp_path / "store"
+    real_dir.mkdir()
+    link = tmp_path / "m.onnx"
+    link.symlink_to(real_dir / "real.onnx")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 256), torch.nn.Tanh(), torch.nn.Linear(256, 3)).eval()
+    compat.export(model, X, link, route="legacy", external_data=True, input_names=["x"])
+    assert sorted(os.listdir(real_dir)) == ["real.onnx", "real.onnx.data"]
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx", "store"]
+    _loads_everywhere(real_dir / "real.onnx", model)
+    assert any("load the model through" in n and str(real_dir / "real.onnx") in n
+               for n in compat.last_outcome().notes)
 
 
 @pytest.fixture

@@ -246,3 +246,46 @@ def test_touching_the_model_file_keeps_the_memory(user_model_file) -> None:
     route_memory.remember(req, "data-dependent control flow")
     _bump_mtime(src)
     assert route_memory.lookup(req) == "data-dependent control flow"
+
+
+_REMEMBERED_IN_A_NEW_PROCESS = """
+import sys, warnings
+import torch
+import compat
+from scale_models import TorchScriptOnly
+
+class Counted(TorchScriptOnly):
+    under_torch_export = 0
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            type(self).under_torch_export += 1
+        return super().forward(x)
+
+warnings.simplefilter("ignore")
+torch.manual_seed(0)
+compat.export(Counted().eval(), (torch.randn(2, 3),), sys.argv[1], input_names=["x"],
+              dynamic_axes={"x": {0: "batch"}})
+print(Counted.under_torch_export, "onnxscript" in sys.modules, compat.api.last_outcome().fallback_reason)
+"""
+
+
+def test_a_remembered_fallback_goes_straight_to_the_torchscript_route(tmp_path: Path,
+                                                                      isolated_cache: Path) -> None:
+    """Issue 35 item 7: in a later process, a remembered fallback neither runs the forward under
+    torch.export nor loads the torch.export route's translator (onnxscript): its cost is the
+    TorchScript export's (benchmarks/bench_memory.py measures the ratio, goal <= 1.3)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1]), str(HERE)])}
+
+    def run() -> list[str]:
+        proc = subprocess.run([sys.executable, "-c", _REMEMBERED_IN_A_NEW_PROCESS, str(tmp_path / "m.onnx")],
+                              env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout.strip().splitlines()[-1].split(" ", 2)
+
+    tries, translator, reason = run()
+    assert int(tries) >= 1 and reason.startswith("dynamo: torch.export failed")
+    tries, translator, reason = run()
+    assert reason.startswith("remembered fallback:"), reason
+    assert tries == "0", "the remembered call ran the forward under torch.export"
+    assert translator == "False", "the remembered call loaded onnxscript"

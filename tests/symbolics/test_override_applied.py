@@ -11,7 +11,7 @@ import torch
 from torch.onnx import symbolic_helper
 
 import compat
-from dynamo.route import matches_every_node
+from dynamo.translation_fit import matches_every_node
 
 pytestmark = pytest.mark.slow
 
