@@ -121,7 +121,7 @@ def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callab
         if reg.name not in state.ran:
             state.ran.add(reg.name)
             state.note("ONX301", reg.name, f"translated by the legacy symbolic {label} (registered for "
-                       f"opset {reg.opset_version}) in a legacy graph context")
+                       f"opset {reg.opset_version}) in the shim's graph context")
         for change in rewrites:
             state.note("ONX301", reg.name, f"old-opset form rewritten for opset {opset}: {change}")
         return outs[0] if single else outs

@@ -38,6 +38,8 @@ def _torch_originals() -> tuple[Callable[..., None] | None, Callable[..., None] 
 
 
 _ORIGINALS = _torch_originals()
+# old symbolic files import torch.onnx.symbolic_helper: ours where torch lacks or hides it
+route_module("dynamo.legacy_api").install_import_hook()
 
 
 @dataclass(frozen=True)
