@@ -256,7 +256,7 @@ ENTRIES: tuple[Entry, ...] = (
         "ONX301", "torch.onnx.register_custom_op_symbolic",
         "`torch.onnx.register_custom_op_symbolic` / `unregister_custom_op_symbolic`",
         "the torch.export exporter ignores TorchScript symbolics (torch 2.9)",
-        "registrations also feed the torch.export route through a legacy graph context",
+        "registrations also feed the torch.export route, run on the shim's own graph context (no TorchScript needed)",
         "`compat.register_custom_op_symbolic` or `custom_translation_table=` with onnxscript",
         "switches to `compat.register_custom_op_symbolic`",
         "safe", deprecated_in="2.9",

@@ -71,6 +71,19 @@ class RouteFailed(CompatError, RuntimeError):
         self.cause = cause
 
 
+class SymbolicNotApplied(RouteFailed):
+    """A symbolic registration the captured program reaches (``register_custom_op_symbolic``,
+    ``autograd.Function.symbolic``, a ``torch.library`` op's symbolic) cannot be applied on this
+    route: ``symbolic`` names it (qualified), ``construct`` says what stood in the way. Never a
+    silent skip: ``auto`` falls back to another route or reports this."""
+
+    def __init__(self, route: str, reason: str, cause: BaseException | None = None, *,
+                 symbolic: str = "?", construct: str = "") -> None:
+        super().__init__(route, reason, cause)
+        self.symbolic = symbolic
+        self.construct = construct
+
+
 class OpsetNotReached(RouteFailed):
     """torch.export exported the model, but it could not be brought down to the requested opset.
 

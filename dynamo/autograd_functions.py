@@ -4,7 +4,7 @@ While a session is open, ``Function.apply`` of such a class calls one opaque tor
 (``<ns>::apply(Tensor[] tensors, int call) -> Tensor[]``) instead of tracing through forward.
 The op's fake implementation runs the Function's forward on fake tensors (so placeholder
 outputs keep their shapes, not their values); its ONNX translation runs the Function's own
-``symbolic`` with the legacy graph context, non-tensor arguments passed as the same Python
+``symbolic`` on the shim's graph context (``symbolic_graph``), non-tensor arguments passed as the same Python
 constants the TorchScript exporter passes. Closing the session restores ``apply`` and
 destroys the op library: nothing stays patched or registered.
 """

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import RouteFailed
+from compat.errors import RouteFailed, SymbolicNotApplied
 from compat.request import ExportRequest, Translation
 
 ROUTE = "dynamo"
@@ -121,7 +121,7 @@ def _op_translator(overload: Any, reg: Any, state: _State, opset: int) -> Callab
         if reg.name not in state.ran:
             state.ran.add(reg.name)
             state.note("ONX301", reg.name, f"translated by the legacy symbolic {label} (registered for "
-                       f"opset {reg.opset_version}) in a legacy graph context")
+                       f"opset {reg.opset_version}) in the shim's graph context")
         for change in rewrites:
             state.note("ONX301", reg.name, f"old-opset form rewritten for opset {opset}: {change}")
         return outs[0] if single else outs
@@ -170,41 +170,61 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
             if state.limit is not None:
                 # torch fell back to strict capture, which traces through the Function: the
                 # export "worked" without the custom node, so it must not count as a success
-                raise RouteFailed(ROUTE, state.limit.reason, state.limit)  # type: ignore[attr-defined]
+                raise _not_applied(state.limit)
             if fn_session.bypassed():
-                names = ", ".join(c.__qualname__ for c in fn_session.bypassed())
-                raise RouteFailed(ROUTE, "autograd.Function symbolic bypassed", RuntimeError(
+                bypassed = fn_session.bypassed()
+                names = ", ".join(legacy_graph.qualname(autograd_functions._symbolic_of(c)) for c in bypassed)
+                raise SymbolicNotApplied(ROUTE, "autograd.Function symbolic bypassed", RuntimeError(
                     f"{names}: torch.export traced through the Function, so its symbolic's custom "
-                    "node would be missing from the model"))
+                    "node would be missing from the model"), symbolic=names,
+                    construct="a Function.apply call torch.export traced through")
         except RouteFailed:
             raise
         except Exception as exc:
             if state.limit is not None and exc is not state.limit:
-                limit = state.limit
-                raise RouteFailed(ROUTE, limit.reason, limit) from exc  # type: ignore[attr-defined]
+                raise _not_applied(state.limit) from exc
             if isinstance(exc, legacy_graph.LegacyOnly):
-                raise RouteFailed(ROUTE, exc.reason, exc) from exc
+                raise _not_applied(exc) from exc
             raise
 
 
+def _not_applied(limit: Any) -> SymbolicNotApplied:
+    """The route failure for a symbolic that could not run (``LegacyOnly``), naming it."""
+    return SymbolicNotApplied(ROUTE, limit.reason, limit, symbolic=getattr(limit, "symbolic", "?"),
+                              construct=getattr(limit, "construct", ""))
+
+
 def _check_registered_ops_applied(program: Any, registered: dict[str, Any], state: _State) -> None:
-    """A registered aten op the model calls but whose symbolic never ran: torch.export replaced
-    the op before translation (``Tensor.to`` becomes ``aten::_to_copy``), so its custom node
-    would be missing. Seen through the graph's ``torch_fn`` metadata (the user-level call)."""
-    pending = {name.split("::", 1)[1]: name for name in registered
-               if name.startswith("aten::") and name not in state.ran}
+    """A registered op the captured program reaches but whose symbolic never ran: torch.export
+    replaced it before translation (``Tensor.to`` becomes ``aten::_to_copy``; a composite
+    ``torch.library`` op is decomposed), so its nodes would be missing. Seen through the
+    graph's ``torch_fn`` (the user-level call) and ``original_aten`` (the op decomposed) metadata."""
+    pending = {name: reg for name, reg in registered.items() if name not in state.ran}
     if not pending:
         return
-    called: set[str] = set()
+    called: set[str] = set()  # full op names
+    called_ops: set[str] = set()  # user-level calls (torch_fn names no namespace)
     for node in program.exported_program.graph.nodes:
         fn = node.meta.get("torch_fn")
         if fn and isinstance(fn[1], str):
-            called.add(fn[1].rsplit(".", 1)[-1])
-    missed = sorted(name for op, name in pending.items() if op in called)
+            called_ops.add(fn[1].rsplit(".", 1)[-1])
+        for target in (node.meta.get("original_aten"), node.target):
+            schema = getattr(target, "_schema", None)
+            if schema is not None:
+                called.add(schema.name)
+    missed = sorted(name for name, reg in pending.items() if name in called or reg.op in called_ops)
     if missed:
-        raise RouteFailed(ROUTE, "registered symbolic not applied", RuntimeError(
-            f"{', '.join(missed)}: the model calls it, but torch.export replaces the op before "
-            "ONNX translation, so the registered symbolic's nodes would be missing"))
+        symbolics = ", ".join(f"{legacy_graph_qualname(pending[n].fn)} (for {n})" for n in missed)
+        raise SymbolicNotApplied(ROUTE, "registered symbolic not applied", RuntimeError(
+            f"{symbolics}: the model calls the op, but torch.export replaces it before ONNX "
+            "translation, so the registered symbolic's nodes would be missing"),
+            symbolic=symbolics, construct="an op torch.export replaces before translation")
+
+
+def legacy_graph_qualname(fn: Any) -> str:
+    from . import legacy_graph
+
+    return legacy_graph.qualname(fn)
 
 
 def _check_none_outputs(program: Any) -> None:

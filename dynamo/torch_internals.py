@@ -107,9 +107,12 @@ def original_unregister() -> Callable[..., None] | None:
     return _get(*torch_caps.SYMBOLICS_INTERNALS[5])
 
 
-def legacy_custom_symbolics() -> dict[str, dict[int, Callable[..., Any]]]:
-    """Custom (user) overrides in torch's TorchScript registry: name -> {opset: fn}."""
-    if not torch_caps.has_legacy_symbolic_registry():
+def legacy_custom_symbolics(*, hidden_too: bool = False) -> dict[str, dict[int, Callable[..., Any]]]:
+    """Custom (user) overrides in torch's TorchScript registry: name -> {opset: fn}.
+    ``hidden_too``: read it also while ``TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT`` hides it."""
+    shipped = torch_caps.ships_legacy_symbolic_registry() if hidden_too else \
+        torch_caps.has_legacy_symbolic_registry()
+    if not shipped:
         return {}
     registry = _need(*torch_caps.SYMBOLICS_INTERNALS[3])
     module = torch_caps.SYMBOLICS_INTERNALS[3][0]

@@ -53,6 +53,7 @@ DYNAMIC_IMPORTS_OF_OTHERS = frozenset({
     "compat.installed.torch_internals",
     "dynamo.torch_internals",
     "dynamo.hf_caches",
+    "dynamo.legacy_api",  # torch's own symbolic_helper / symbolic_opsetN, whose helpers it stands in for
 })
 
 #: (importer, imported) edges that break a contract and are being removed; who removes them.

@@ -158,6 +158,12 @@ def has_legacy_symbolic_registry() -> bool:
     return not torchscript_hidden() and _has_legacy_symbolic_registry()
 
 
+def ships_legacy_symbolic_registry() -> bool:
+    """torch still ships that registry, hidden or not: registrations made directly with torch
+    (``torch.onnx.register_custom_op_symbolic`` at a library's import) are read from it."""
+    return _has_legacy_symbolic_registry()
+
+
 @functools.cache
 def _has_legacy_symbolic_registry() -> bool:
     return all(_has_attr(m, a) for m, a in SYMBOLICS_INTERNALS[3:])

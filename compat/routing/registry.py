@@ -38,6 +38,8 @@ def _torch_originals() -> tuple[Callable[..., None] | None, Callable[..., None] 
 
 
 _ORIGINALS = _torch_originals()
+# old symbolic files import torch.onnx.symbolic_helper: ours where torch lacks or hides it
+route_module("dynamo.legacy_api").install_import_hook()
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,11 @@ def registrations() -> list[Registration]:
             # torch's registry is the truth: direct torch.onnx.unregister_... calls count too
             live = _torch_registered()
         else:
-            live = {n: dict(v) for n, v in _OWN.items()}
+            # a torch that ships the registry but hides it: what a library registered directly
+            # with torch still counts (never skipped), ours on top
+            live = {n: dict(v) for n, v in _torch_internals().legacy_custom_symbolics(hidden_too=True).items()}
+            for n, v in _OWN.items():
+                live.setdefault(n, {}).update(v)
         out = []
         for name, versions in sorted(live.items()):
             for opset, fn in sorted(versions.items()):

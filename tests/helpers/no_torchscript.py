@@ -66,10 +66,6 @@ NEEDS_TORCHSCRIPT: dict[str, str] = {
         "torch's TorchScript symbolic registry",
     "tests/symbolics/test_registry.py::test_registrations_made_directly_with_torch_are_found":
         "torch's TorchScript symbolic registry",
-    "tests/symbolics/test_limits.py::test_symbolic_limits_are_named[":
-        "runs the symbolic in the exporter's graph context to name what it builds",
-    "tests/symbolics/test_third_party_symbolics.py::test_used_none_output_is_a_named_route_failure":
-        "runs the symbolic in the exporter's graph context to name what it returns",
     "tests/symbolics/test_torch_internals.py::test_private_internals_are_where_we_expect":
         "checks where the exporter's private pieces are",
     **{f"tests/scale/{test}": "compares the TorchScript route's model with the torch.export route's" for test in (
