@@ -3,7 +3,8 @@
 Before the dispatcher accepts the torch.export route's model it is run with onnxruntime and
 compared with the model in eager torch at the example inputs and at one other size along each
 declared dynamic axis (all axes at once: ``layout.joint_probe``; the inputs ``compat.compare``
-builds, ``layout.resized_leaves``), with the
+builds, ``layout.resized_leaves``), and in the other orientation (an input's last two named axes
+swapped: a portrait image for a landscape example), with the
 tolerances of each output's dtype (``numerics``). For a call in the legacy form its interface is
 also compared with the one the TorchScript exporter gives the same call, decided from the request
 (``graph_inputs.legacy_inputs``) and the model: which inputs exist, their order, names (where
@@ -16,9 +17,9 @@ TorchScript route, ``route="dynamo"`` fails naming it. ``acceptance_check=False`
 ``TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK=0`` or ``acceptance_check = false`` in pyproject turn it off.
 
 The eager reference runs with ``torch.onnx.is_in_onnx_export()`` true, as the model runs while it
-is captured. What the check does not count as a difference: numbers where the call's own
-translations apply (registered custom symbolics, ``autograd.Function`` symbolics, a
-``custom_translation_table``: the model is meant to differ there), an output eager torch itself does not reproduce
+is captured. What the check does not count as a difference: outputs computed from nodes the call's
+own translations wrote (registered custom symbolics, a ``custom_translation_table``: the model is
+meant to differ there; ``autograd.Function`` symbolics exempt every output), an output eager torch itself does not reproduce
 (random ops, Dropout in train mode: eager is run again at that probe and compared with itself),
 a probe size the model rejects in eager torch, a model onnxruntime cannot run because it holds
 custom-domain operators, a model without its weights (``export_params=False``). Bool inputs are
@@ -102,6 +103,8 @@ class _Check:
         #: custom_translation_table): the model is meant to differ from eager torch there
         self.user_translations = sorted({t.code for t in outcome.translations if t.code in ("ONX301", "ONX302")}
                                         | ({"custom_translation_table"} if req.custom_translation_table else set()))
+        #: graph outputs the user's translations reach (None: cannot tell which, all of them)
+        self.translated_outputs: set[int] | None = None
 
     def run(self) -> dict[str, Any]:
         import torch
@@ -265,9 +268,12 @@ class _Check:
                 self.differences.append(f"{PREFIX}: onnxruntime cannot load the model: {text}")
             return
         names = [v.name for v in inputs]
+        if self.user_translations:
+            self.translated_outputs = _translated_outputs(proto, self.outcome.translations, self.req)
         sizes = self.layout.axis_sizes()
         example_sizes = ", ".join(f"{n}={s}" for n, s in sizes.items())
         others = joint_probe(sizes)
+        others += _turned_probe(self.layout, sizes)
         if self.outcome.baked:
             # a draft capture baked values of the example: a size one larger, of the same
             # proportions, may still take them
@@ -299,7 +305,7 @@ class _Check:
                 if self.approximate:
                     self.notes.append(f"{_headline(k, result, label)}: noted, not failed ({self.approximate})")
                     continue
-                if self.user_translations:
+                if self.user_translations and (self.translated_outputs is None or k in self.translated_outputs):
                     self.notes.append(f"{_headline(k, result, label)}: not a difference, the call's own "
                                       f"translations ({', '.join(self.user_translations)}) apply")
                     continue
@@ -346,6 +352,53 @@ def _eager_mode(req: ExportRequest) -> Iterator[None]:
             elif req.training == "TRAINING":
                 model.train()
         yield
+
+
+def _turned_probe(layout: InputLayout, sizes: dict[str, int]) -> list[dict[str, int]]:
+    """One probe in the other orientation: the last two named axes of an input (an image's height
+    and width) with their example sizes swapped, when they differ. A model whose sizes follow the
+    aspect ratio (torchvision's detection transform) computes other sizes and indices for a
+    portrait image than for the landscape example; probes that keep the example's proportions
+    never feed one."""
+    for axes in layout.axes.values():
+        named = [axes[a] for a in sorted(axes)]
+        if len(named) >= 2:
+            a, b = named[-2], named[-1]
+            if a != b and sizes.get(a) != sizes.get(b):
+                return [{a: sizes[b], b: sizes[a]}]
+    return []
+
+
+def _translated_outputs(proto: Any, translations: list[Any], req: ExportRequest) -> set[int] | None:
+    """Indices of the graph outputs computed from a node the user's translations wrote (a
+    registered symbolic, a ``custom_translation_table`` entry: the node's ``fx_node`` metadata
+    names the op); None when some translation's nodes cannot be told apart (an
+    ``autograd.Function`` symbolic), so every output stays exempt."""
+    if any(t.code == "ONX302" for t in translations):
+        return None
+    # every overload of a registered op; exactly the overloads of the table
+    targets = tuple({f"target=torch.ops.{t.option.replace('::', '.')}." for t in translations
+                     if t.code == "ONX301" and "::" in t.option}
+                    | {f"target=torch.ops.{op.name().replace('::', '.')}]"
+                       for op in (req.custom_translation_table or {}) if hasattr(op, "name")})
+    if not targets:
+        return None
+    tainted: set[str] = set()
+    for node in proto.graph.node:  # topological order
+        meta = {p.key: p.value for p in node.metadata_props}
+        written = any(t in meta.get("pkg.torch.onnx.fx_node", "") for t in targets)
+        if written or tainted.intersection(node.input) or _subgraph_reads(node, tainted):
+            tainted.update(o for o in node.output if o)
+    return {k for k, value in enumerate(proto.graph.output) if value.name in tainted}
+
+
+def _subgraph_reads(node: Any, names: set[str]) -> bool:
+    """Whether a subgraph of ``node`` (If/Loop/Scan) reads one of ``names`` from the outer scope."""
+    for attr in node.attribute:
+        for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+            if any(names.intersection(n.input) or _subgraph_reads(n, names) for n in sub.node):
+                return True
+    return False
 
 
 def _session(proto: Any) -> Any:
