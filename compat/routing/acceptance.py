@@ -205,7 +205,9 @@ class _Check:
             self.differences.append(f"{PREFIX}: input {label} is {dtype}, the TorchScript exporter's {want.dtype}")
         if rank is not None and rank != want.rank:
             self.differences.append(f"{PREFIX}: input {label} has rank {rank}, the TorchScript exporter's {want.rank}")
-        if value.name not in used:
+        if value.name not in used and want.kind != "int":
+            # an unused Python int input is one torch.export specialised (an op's size): kept, as
+            # the TorchScript exporter kept it (``legacy_interface``); other unused ints are dropped
             self.differences.append(f"{PREFIX}: input {label} is required but the TorchScript exporter "
                                     "dropped it (unused by the graph)")
 
@@ -215,14 +217,15 @@ class _Check:
         other int is a dynamic int, missing only when the graph does not use it, as the tracer
         did not when the model branched on it)."""
         value = self.layout.leaves[want.leaf]
-        return want.kind == "float" or (want.kind == "int" and value in (0, 1))
+        return (want.kind == "float" or (want.kind == "int" and value in (0, 1))
+                or _integer_scalar_tensor(value))
 
     def _matters(self, want: LegacyInput, example: list[Any]) -> bool:
         """Whether eager outputs change with the Python scalar ``want`` (baked by torch.export):
         the TorchScript exporter kept such a scalar as an input."""
         leaves = list(self.layout.leaves)
         value = leaves[want.leaf]
-        leaves[want.leaf] = value + 1 if want.kind == "int" else value * 1.5 + 0.5
+        leaves[want.leaf] = value + 1 if want.kind in ("int", "tensor") else value * 1.5 + 0.5
         other = self._eager(leaves)
         if isinstance(other, str):
             return False  # the model rejects another value: nothing to feed there anyway
@@ -420,6 +423,15 @@ def _feed(value: Any) -> Any:
     if kind is not None:
         return np.array(value, dtype={"int": np.int64, "float": np.float64, "bool": np.bool_}[kind])
     return numerics.to_numpy(value)
+
+
+def _integer_scalar_tensor(value: Any) -> bool:
+    """A 0-d integer tensor (an index the TorchScript exporter kept as an input; a draft capture
+    bakes its value)."""
+    import torch
+
+    return (isinstance(value, torch.Tensor) and value.dim() == 0
+            and not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool)
 
 
 def _positional_leaves(layout: InputLayout, count: int) -> list[int] | None:
