@@ -12,6 +12,9 @@ also compared with the one the TorchScript exporter gives the same call, decided
 exporter dropped those), that no Python int/float input it kept was baked in, and the outputs'
 count, dtypes, ranks and ``output_names``.
 
+A model that passes but is not close to eager (``IMPRECISE``) makes ``auto`` export on the
+TorchScript route too and return the closer of the two (``dispatch._closer_of_both``).
+
 A difference raises ``AcceptanceFailed`` (a ``RouteFailed``): ``auto`` falls back to the
 TorchScript route, ``route="dynamo"`` fails naming it. ``acceptance_check=False``,
 ``TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK=0`` or ``acceptance_check = false`` in pyproject turn it off.
@@ -85,6 +88,51 @@ def check(req: ExportRequest, outcome: Outcome) -> None:
     outcome.acceptance = result
     if result["differences"]:
         raise AcceptanceFailed(ROUTE, result["differences"], result, HINT)
+
+
+#: an example-input difference from eager at or above this (a tenth of float32's tolerance) makes
+#: ``auto`` also export on the TorchScript route and keep the closer model (``example_difference``)
+IMPRECISE = 1e-5
+
+
+def imprecise(outcome: Outcome) -> float | None:
+    """The torch.export-route model's largest difference from eager at the example input when it
+    passed the check but at or above ``IMPRECISE``; else None."""
+    result = outcome.acceptance or {}
+    if result.get("status") != "passed" or not result.get("probes"):
+        return None
+    first = result["probes"][0]
+    diff = first.get("max_abs") if first.get("status") == "match" else None
+    return diff if diff is not None and diff >= IMPRECISE else None
+
+
+def example_difference(req: ExportRequest, model: bytes) -> float | None:
+    """The largest difference of the serialized ``model`` (the TorchScript route's) from eager torch
+    at the example input, each output compared by position; None when it cannot be told (other
+    outputs, inputs that do not map, onnxruntime or eager failing)."""
+    import torch
+
+    if not isinstance(req.model, torch.nn.Module) or not req.export_params:
+        return None
+    layout = req.layout
+    try:
+        sess = numerics.session(model, optimize=False)
+        wanted = [i.name for i in sess.get_inputs()]
+        kept = [li.leaf for li in legacy_inputs(req)]
+        by_name = {layout.names[i]: i for i in kept if layout.names[i]}
+        pick = [by_name[w] for w in wanted] if all(w in by_name for w in wanted) else kept
+        if len(pick) != len(wanted):
+            return None
+        got = sess.run(None, {w: _feed(layout.leaves[i]) for w, i in zip(wanted, pick)})
+    except Exception:  # noqa: BLE001 - no figure, the torch.export route's model stays
+        return None
+    outcome = Outcome(route="legacy")
+    with _eager_mode(req):
+        expected = _Check(req, outcome)._eager(layout.leaves)
+    if isinstance(expected, str) or len(expected) != len(got):
+        return None
+    result = numerics.compare_outputs(got, expected, "the example input", numerics.DEFAULT_TOLERANCES)
+    return None if result.status != "match" else result.max_abs_diff
 
 
 class _Check:
