@@ -90,7 +90,8 @@ def check(req: ExportRequest, outcome: Outcome) -> None:
         raise AcceptanceFailed(ROUTE, result["differences"], result, HINT)
 
 
-#: an example-input difference from eager at or above this (a tenth of float32's tolerance) makes
+#: an example-input difference from eager at or above this (a tenth of float32's tolerance; times
+#: the largest eager output value above 1) makes
 #: ``auto`` also export on the TorchScript route and keep the closer model (``example_difference``)
 IMPRECISE = 1e-5
 
@@ -103,7 +104,8 @@ def imprecise(outcome: Outcome) -> float | None:
         return None
     first = result["probes"][0]
     diff = first.get("max_abs") if first.get("status") == "match" else None
-    return diff if diff is not None and diff >= IMPRECISE else None
+    scale = max(1.0, first.get("scale") or 0.0)  # float noise grows with the outputs' magnitude
+    return diff if diff is not None and diff >= IMPRECISE * scale else None
 
 
 def example_difference(req: ExportRequest, model: bytes) -> float | None:
@@ -351,6 +353,8 @@ class _Check:
                 self._drop_nondeterministic(result, call_leaves, expected)
             entry = {"probe": label, "status": result.status, "max_abs": _sig(result.max_abs_diff),
                      "max_rel": _sig(result.max_rel_diff)}
+            if not sizes_at:
+                entry["scale"] = _sig(_scale(expected))
             self.probes.append(entry)
             for k, problem in result.problems.items():
                 if self.approximate:
@@ -471,6 +475,15 @@ def _feed(value: Any) -> Any:
     if kind is not None:
         return np.array(value, dtype={"int": np.int64, "float": np.float64, "bool": np.bool_}[kind])
     return numerics.to_numpy(value)
+
+
+def _scale(outputs: list[Any]) -> float:
+    """The largest finite magnitude among floating-point eager ``outputs`` (0 without any)."""
+    import torch
+
+    values = [t.detach().abs().float() for t in outputs if t.is_floating_point() and t.numel()]
+    finite = [v[torch.isfinite(v)] for v in values]
+    return max((float(v.max()) for v in finite if v.numel()), default=0.0)
 
 
 def _integer_scalar_tensor(value: Any) -> bool:

@@ -248,7 +248,7 @@ class Imprecise(nn.Module):
 def test_auto_returns_the_closer_of_the_two_models():
     """auto returned the torch.export route's model 9.8e-5 off where the TorchScript exporter's
     matched to 1e-7 (issue 35): both routes export, the closer model is returned, said so."""
-    x = torch.randn(3, 4)
+    x = torch.randn(3, 4).clamp(-2, 2)  # outputs of magnitude <= 2: 5e-5 is imprecise there
     data, _ = _export(Imprecise(), (x,))
     outcome = compat.last_outcome()
     assert outcome.route == "legacy"
