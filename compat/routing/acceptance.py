@@ -3,8 +3,8 @@
 Before the dispatcher accepts the torch.export route's model it is run with onnxruntime and
 compared with the model in eager torch at the example inputs and at one other size along each
 declared dynamic axis (all axes at once: ``layout.joint_probe``; the inputs ``compat.compare``
-builds, ``layout.resized_leaves``), and in the other orientation (an input's last two named axes
-swapped: a portrait image for a landscape example), with the
+builds, ``layout.resized_leaves``), and in the other orientation (an image's named height and
+width swapped: a portrait image for a landscape example), with the
 tolerances of each output's dtype (``numerics``). For a call in the legacy form its interface is
 also compared with the one the TorchScript exporter gives the same call, decided from the request
 (``graph_inputs.legacy_inputs``) and the model: which inputs exist, their order, names (where
@@ -410,17 +410,18 @@ def _eager_mode(req: ExportRequest) -> Iterator[None]:
 
 
 def _turned_probe(layout: InputLayout, sizes: dict[str, int]) -> list[dict[str, int]]:
-    """One probe in the other orientation: the last two named axes of an input (an image's height
-    and width) with their example sizes swapped, when they differ. A model whose sizes follow the
+    """One probe in the other orientation: the last two axes of an input of rank 3 or more (an
+    image's height and width), both named, with their example sizes swapped, when they differ. A model whose sizes follow the
     aspect ratio (torchvision's detection transform) computes other sizes and indices for a
     portrait image than for the landscape example; probes that keep the example's proportions
     never feed one."""
-    for axes in layout.axes.values():
-        named = [axes[a] for a in sorted(axes)]
-        if len(named) >= 2:
-            a, b = named[-2], named[-1]
-            if a != b and sizes.get(a) != sizes.get(b):
-                return [{a: sizes[b], b: sizes[a]}]
+    for leaf, axes in layout.axes.items():
+        rank = layout.leaves[leaf].dim()
+        if rank < 3 or rank - 2 not in axes or rank - 1 not in axes:
+            continue  # no image: [batch, sequence] has no orientation
+        a, b = axes[rank - 2], axes[rank - 1]
+        if a != b and sizes.get(a) != sizes.get(b):
+            return [{a: sizes[b], b: sizes[a]}]
     return []
 
 
