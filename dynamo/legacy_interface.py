@@ -8,6 +8,9 @@
   int the model branches on (and 0/1), as the tracer baked such a branch.
 * ``input_names`` name the inputs in the TorchScript exporter's order, which also counts the
   Python scalars it made inputs (``graph_inputs.legacy_inputs``), rather than torch's.
+* A Python int torch.export specialised at its example value (an op's size, as
+  ``hann_window(n)`` beside a static input) stays a graph input, unused: the TorchScript
+  exporter kept it, the caller feeds it.
 * Graph inputs the graph does not use are dropped, as the TorchScript exporter dropped them (a
   tensor used only for its static shape, the input of a ``zero_()``/``fill_()`` model, an unused
   ``position_bias``); recorded as a translation.
@@ -63,8 +66,17 @@ class Interface:
             for value, leaf in zip(inputs, leaves):
                 if leaf in names:
                     value.name = names[leaf]
-            kept = [(v, leaf) for v, leaf in zip(inputs, leaves) if v.uses() or v.is_graph_output()]
-            unused = [v for v in inputs if not (v.uses() or v.is_graph_output())]
+            specialised = _specialised_ints(self.req, ep, user, mapping)
+            kept = [(v, leaf) for v, leaf in zip(inputs, leaves)
+                    if v.uses() or v.is_graph_output() or leaf in specialised]
+            unused = [v for v, leaf in zip(inputs, leaves)
+                      if not (v.uses() or v.is_graph_output() or leaf in specialised)]
+            if any(leaf in specialised for _, leaf in kept):
+                names_kept = [v.name for v, leaf in kept if leaf in specialised and not v.uses()]
+                if names_kept:
+                    self.record(CODE, OPTION, f"Python int inputs {names_kept} kept as graph inputs: torch.export "
+                                "specialised them at their example values (an op's size), the TorchScript "
+                                "exporter kept them as inputs")
             if unused:
                 for value in unused:
                     graph.inputs.remove(value)
@@ -73,6 +85,30 @@ class Interface:
                             f"exporter dropped them: {self.dropped}")
             leaves = [leaf for _, leaf in kept]
         self.input_leaves = leaves
+
+
+def _specialised_ints(req: ExportRequest, ep: Any, user: list[Any], mapping: list[int]) -> set[int]:
+    """Leaves of Python int inputs the TorchScript exporter kept (an op read them) that torch.export
+    specialised to their example value (its placeholder holds a plain int, or a symbol whose range
+    is that one value): unused in the graph, but no unused input the tracer would have dropped."""
+    ints = set(int_leaves(req))
+    if not ints:
+        return set()
+    nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    out: set[int] = set()
+    for leaf, spec in zip(mapping, user):
+        node = nodes.get(getattr(spec.arg, "name", None))
+        value = node.meta.get("val") if node is not None else None
+        if leaf in ints and (isinstance(value, int) and not isinstance(value, bool)
+                             or _single_valued(ep, value)):
+            out.add(leaf)
+    return out
+
+
+def _single_valued(ep: Any, value: Any) -> bool:
+    expr = getattr(getattr(value, "node", None), "expr", None)
+    bounds = ep.range_constraints.get(expr) if expr is not None else None
+    return bounds is not None and bounds.lower == bounds.upper
 
 
 def plan(req: ExportRequest, record: Callable[[str, str, str], None]) -> Interface:

@@ -3,7 +3,8 @@
 Before the dispatcher accepts the torch.export route's model it is run with onnxruntime and
 compared with the model in eager torch at the example inputs and at one other size along each
 declared dynamic axis (all axes at once: ``layout.joint_probe``; the inputs ``compat.compare``
-builds, ``layout.resized_leaves``), with the
+builds, ``layout.resized_leaves``), and in the other orientation (an image's named height and
+width swapped: a portrait image for a landscape example), with the
 tolerances of each output's dtype (``numerics``). For a call in the legacy form its interface is
 also compared with the one the TorchScript exporter gives the same call, decided from the request
 (``graph_inputs.legacy_inputs``) and the model: which inputs exist, their order, names (where
@@ -11,14 +12,17 @@ also compared with the one the TorchScript exporter gives the same call, decided
 exporter dropped those), that no Python int/float input it kept was baked in, and the outputs'
 count, dtypes, ranks and ``output_names``.
 
+A model that passes but is not close to eager (``IMPRECISE``) makes ``auto`` export on the
+TorchScript route too and return the closer of the two (``dispatch._closer_of_both``).
+
 A difference raises ``AcceptanceFailed`` (a ``RouteFailed``): ``auto`` falls back to the
 TorchScript route, ``route="dynamo"`` fails naming it. ``acceptance_check=False``,
 ``TORCH_ONNX_COMPAT_ACCEPTANCE_CHECK=0`` or ``acceptance_check = false`` in pyproject turn it off.
 
 The eager reference runs with ``torch.onnx.is_in_onnx_export()`` true, as the model runs while it
-is captured. What the check does not count as a difference: numbers where the call's own
-translations apply (registered custom symbolics, ``autograd.Function`` symbolics, a
-``custom_translation_table``: the model is meant to differ there), an output eager torch itself does not reproduce
+is captured. What the check does not count as a difference: outputs computed from nodes the call's
+own translations wrote (registered custom symbolics, a ``custom_translation_table``: the model is
+meant to differ there; ``autograd.Function`` symbolics exempt every output), an output eager torch itself does not reproduce
 (random ops, Dropout in train mode: eager is run again at that probe and compared with itself),
 a probe size the model rejects in eager torch, a model onnxruntime cannot run because it holds
 custom-domain operators, a model without its weights (``export_params=False``). Bool inputs are
@@ -86,6 +90,53 @@ def check(req: ExportRequest, outcome: Outcome) -> None:
         raise AcceptanceFailed(ROUTE, result["differences"], result, HINT)
 
 
+#: an example-input difference from eager at or above this (a tenth of float32's tolerance; times
+#: the largest eager output value above 1) makes
+#: ``auto`` also export on the TorchScript route and keep the closer model (``example_difference``)
+IMPRECISE = 1e-5
+
+
+def imprecise(outcome: Outcome) -> float | None:
+    """The torch.export-route model's largest difference from eager at the example input when it
+    passed the check but at or above ``IMPRECISE``; else None."""
+    result = outcome.acceptance or {}
+    if result.get("status") != "passed" or not result.get("probes"):
+        return None
+    first = result["probes"][0]
+    diff = first.get("max_abs") if first.get("status") == "match" else None
+    scale = max(1.0, first.get("scale") or 0.0)  # float noise grows with the outputs' magnitude
+    return diff if diff is not None and diff >= IMPRECISE * scale else None
+
+
+def example_difference(req: ExportRequest, model: bytes) -> float | None:
+    """The largest difference of the serialized ``model`` (the TorchScript route's) from eager torch
+    at the example input, each output compared by position; None when it cannot be told (other
+    outputs, inputs that do not map, onnxruntime or eager failing)."""
+    import torch
+
+    if not isinstance(req.model, torch.nn.Module) or not req.export_params:
+        return None
+    layout = req.layout
+    try:
+        sess = numerics.session(model, optimize=False)
+        wanted = [i.name for i in sess.get_inputs()]
+        kept = [li.leaf for li in legacy_inputs(req)]
+        by_name = {layout.names[i]: i for i in kept if layout.names[i]}
+        pick = [by_name[w] for w in wanted] if all(w in by_name for w in wanted) else kept
+        if len(pick) != len(wanted):
+            return None
+        got = sess.run(None, {w: _feed(layout.leaves[i]) for w, i in zip(wanted, pick)})
+    except Exception:  # noqa: BLE001 - no figure, the torch.export route's model stays
+        return None
+    outcome = Outcome(route="legacy")
+    with _eager_mode(req):
+        expected = _Check(req, outcome)._eager(layout.leaves)
+    if isinstance(expected, str) or len(expected) != len(got):
+        return None
+    result = numerics.compare_outputs(got, expected, "the example input", numerics.DEFAULT_TOLERANCES)
+    return None if result.status != "match" else result.max_abs_diff
+
+
 class _Check:
     def __init__(self, req: ExportRequest, outcome: Outcome) -> None:
         self.req = req
@@ -102,6 +153,8 @@ class _Check:
         #: custom_translation_table): the model is meant to differ from eager torch there
         self.user_translations = sorted({t.code for t in outcome.translations if t.code in ("ONX301", "ONX302")}
                                         | ({"custom_translation_table"} if req.custom_translation_table else set()))
+        #: graph outputs the user's translations reach (None: cannot tell which, all of them)
+        self.translated_outputs: set[int] | None = None
 
     def run(self) -> dict[str, Any]:
         import torch
@@ -202,7 +255,9 @@ class _Check:
             self.differences.append(f"{PREFIX}: input {label} is {dtype}, the TorchScript exporter's {want.dtype}")
         if rank is not None and rank != want.rank:
             self.differences.append(f"{PREFIX}: input {label} has rank {rank}, the TorchScript exporter's {want.rank}")
-        if value.name not in used:
+        if value.name not in used and want.kind != "int":
+            # an unused Python int input is one torch.export specialised (an op's size): kept, as
+            # the TorchScript exporter kept it (``legacy_interface``); other unused ints are dropped
             self.differences.append(f"{PREFIX}: input {label} is required but the TorchScript exporter "
                                     "dropped it (unused by the graph)")
 
@@ -212,14 +267,15 @@ class _Check:
         other int is a dynamic int, missing only when the graph does not use it, as the tracer
         did not when the model branched on it)."""
         value = self.layout.leaves[want.leaf]
-        return want.kind == "float" or (want.kind == "int" and value in (0, 1))
+        return (want.kind == "float" or (want.kind == "int" and value in (0, 1))
+                or _integer_scalar_tensor(value))
 
     def _matters(self, want: LegacyInput, example: list[Any]) -> bool:
         """Whether eager outputs change with the Python scalar ``want`` (baked by torch.export):
         the TorchScript exporter kept such a scalar as an input."""
         leaves = list(self.layout.leaves)
         value = leaves[want.leaf]
-        leaves[want.leaf] = value + 1 if want.kind == "int" else value * 1.5 + 0.5
+        leaves[want.leaf] = value + 1 if want.kind in ("int", "tensor") else value * 1.5 + 0.5
         other = self._eager(leaves)
         if isinstance(other, str):
             return False  # the model rejects another value: nothing to feed there anyway
@@ -265,9 +321,12 @@ class _Check:
                 self.differences.append(f"{PREFIX}: onnxruntime cannot load the model: {text}")
             return
         names = [v.name for v in inputs]
+        if self.user_translations:
+            self.translated_outputs = _translated_outputs(proto, self.outcome.translations, self.req)
         sizes = self.layout.axis_sizes()
         example_sizes = ", ".join(f"{n}={s}" for n, s in sizes.items())
         others = joint_probe(sizes)
+        others += _turned_probe(self.layout, sizes)
         if self.outcome.baked:
             # a draft capture baked values of the example: a size one larger, of the same
             # proportions, may still take them
@@ -294,12 +353,14 @@ class _Check:
                 self._drop_nondeterministic(result, call_leaves, expected)
             entry = {"probe": label, "status": result.status, "max_abs": _sig(result.max_abs_diff),
                      "max_rel": _sig(result.max_rel_diff)}
+            if not sizes_at:
+                entry["scale"] = _sig(_scale(expected))
             self.probes.append(entry)
             for k, problem in result.problems.items():
                 if self.approximate:
                     self.notes.append(f"{_headline(k, result, label)}: noted, not failed ({self.approximate})")
                     continue
-                if self.user_translations:
+                if self.user_translations and (self.translated_outputs is None or k in self.translated_outputs):
                     self.notes.append(f"{_headline(k, result, label)}: not a difference, the call's own "
                                       f"translations ({', '.join(self.user_translations)}) apply")
                     continue
@@ -348,6 +409,54 @@ def _eager_mode(req: ExportRequest) -> Iterator[None]:
         yield
 
 
+def _turned_probe(layout: InputLayout, sizes: dict[str, int]) -> list[dict[str, int]]:
+    """One probe in the other orientation: the last two axes of an input of rank 3 or more (an
+    image's height and width), both named, with their example sizes swapped, when they differ. A model whose sizes follow the
+    aspect ratio (torchvision's detection transform) computes other sizes and indices for a
+    portrait image than for the landscape example; probes that keep the example's proportions
+    never feed one."""
+    for leaf, axes in layout.axes.items():
+        rank = layout.leaves[leaf].dim()
+        if rank < 3 or rank - 2 not in axes or rank - 1 not in axes:
+            continue  # no image: [batch, sequence] has no orientation
+        a, b = axes[rank - 2], axes[rank - 1]
+        if a != b and sizes.get(a) != sizes.get(b):
+            return [{a: sizes[b], b: sizes[a]}]
+    return []
+
+
+def _translated_outputs(proto: Any, translations: list[Any], req: ExportRequest) -> set[int] | None:
+    """Indices of the graph outputs computed from a node the user's translations wrote (a
+    registered symbolic, a ``custom_translation_table`` entry: the node's ``fx_node`` metadata
+    names the op); None when some translation's nodes cannot be told apart (an
+    ``autograd.Function`` symbolic), so every output stays exempt."""
+    if any(t.code == "ONX302" for t in translations):
+        return None
+    # every overload of a registered op; exactly the overloads of the table
+    targets = tuple({f"target=torch.ops.{t.option.replace('::', '.')}." for t in translations
+                     if t.code == "ONX301" and "::" in t.option}
+                    | {f"target=torch.ops.{op.name().replace('::', '.')}]"
+                       for op in (req.custom_translation_table or {}) if hasattr(op, "name")})
+    if not targets:
+        return None
+    tainted: set[str] = set()
+    for node in proto.graph.node:  # topological order
+        meta = {p.key: p.value for p in node.metadata_props}
+        written = any(t in meta.get("pkg.torch.onnx.fx_node", "") for t in targets)
+        if written or tainted.intersection(node.input) or _subgraph_reads(node, tainted):
+            tainted.update(o for o in node.output if o)
+    return {k for k, value in enumerate(proto.graph.output) if value.name in tainted}
+
+
+def _subgraph_reads(node: Any, names: set[str]) -> bool:
+    """Whether a subgraph of ``node`` (If/Loop/Scan) reads one of ``names`` from the outer scope."""
+    for attr in node.attribute:
+        for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+            if any(names.intersection(n.input) or _subgraph_reads(n, names) for n in sub.node):
+                return True
+    return False
+
+
 def _session(proto: Any) -> Any:
     """A session that runs a few times: basic graph optimizations only (quicker to build)."""
     if proto.ByteSize() < _INLINE_BYTES:
@@ -367,6 +476,24 @@ def _feed(value: Any) -> Any:
     if kind is not None:
         return np.array(value, dtype={"int": np.int64, "float": np.float64, "bool": np.bool_}[kind])
     return numerics.to_numpy(value)
+
+
+def _scale(outputs: list[Any]) -> float:
+    """The largest finite magnitude among floating-point eager ``outputs`` (0 without any)."""
+    import torch
+
+    values = [t.detach().abs().float() for t in outputs if t.is_floating_point() and t.numel()]
+    finite = [v[torch.isfinite(v)] for v in values]
+    return max((float(v.max()) for v in finite if v.numel()), default=0.0)
+
+
+def _integer_scalar_tensor(value: Any) -> bool:
+    """A 0-d integer tensor (an index the TorchScript exporter kept as an input; a draft capture
+    bakes its value)."""
+    import torch
+
+    return (isinstance(value, torch.Tensor) and value.dim() == 0
+            and not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool)
 
 
 def _positional_leaves(layout: InputLayout, count: int) -> list[int] | None:

@@ -262,6 +262,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 noise.add_to_log(exc)
                 failures[name] = exc
                 continue
+            if name == "dynamo" and route_plan.requested == "auto" and "legacy" in route_plan.routes:
+                outcome = _closer_of_both(req, outcome)
             outcome.translations[:0] = route_plan.translations
             if failures:
                 outcome.fallback_reason = attempt_logs.reasons(failures)
@@ -276,6 +278,37 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
         failures[name] = RouteFailed(name, "route unavailable",
                                      RouteUnavailable(f"not tried: {why}"))
     raise ExportFailed(failures)
+
+
+def _closer_of_both(req: ExportRequest, outcome: Outcome) -> Outcome:
+    """Never the worse of two models: when the torch.export route's model passed the acceptance
+    check but is not close to eager (``acceptance.imprecise``), the TorchScript route exports too
+    and the model closer to eager torch at the example input is returned (the other discarded)."""
+    diff = acceptance.imprecise(outcome)
+    if diff is None:
+        return outcome
+    legacy = route_module("legacy")
+    noise = route_noise.Held(enabled=not (req.verbose or config.env_verbose()))
+    try:
+        route_req, converted = shapes_to_axes.for_torchscript(req)
+        with model_state.route_guard(req.model, "legacy", req.verify), noise:
+            other = legacy.export(route_req)
+        if converted is not None:
+            other.translations.append(converted)
+        removed_options.apply(req, other)
+    except (RouteFailed, RouteUnavailable):
+        return outcome
+    theirs = acceptance.example_difference(req, other.model_bytes) if other.model_bytes else None
+    if theirs is None or theirs * 10 > diff:
+        saving.discard(other)
+        outcome.notes.append(f"the TorchScript route's model is not closer to eager torch "
+                             f"({theirs if theirs is not None else 'not compared'} against {diff:.3g})")
+        return outcome
+    saving.discard(outcome)
+    other.acceptance = outcome.acceptance
+    other.fallback_reason = (f"the TorchScript route's model is closer to eager torch: max abs diff "
+                             f"{theirs:.3g} at the example input, the torch.export route's {diff:.3g}")
+    return other
 
 
 def _record(

@@ -181,3 +181,80 @@ def test_the_eager_reference_takes_the_onnx_export_branch():
     the model as the exporter sees it, so its export branch is no difference."""
     _export(ExportBranch(), (torch.randn(2, 3),), route="dynamo")
     assert compat.last_outcome().acceptance["status"] == "passed"
+
+
+class AspectCrop(nn.Module):
+    """Its output size follows the aspect ratio (as torchvision's detection transform): the
+    torch.export route bakes the example's landscape branch, wrong on a portrait input."""
+
+    def forward(self, x):
+        h, w = x.shape[-2:]
+        return x[..., :h, :h] * 2 if h <= w else x[..., :w, :w] * 3
+
+
+def test_a_probe_in_the_other_orientation_catches_a_baked_aspect_branch():
+    """Every probe kept the landscape example's proportions, so the check passed a model that is
+    wrong (or crashes onnxruntime) on a portrait image (issue 35, Faster R-CNN)."""
+    with pytest.raises(ExportFailed, match=r"at h=6, w=4 \(example h=4, w=6\)"):
+        _export(AspectCrop(), (torch.randn(1, 2, 4, 6),), route="dynamo", input_names=["x"],
+                dynamic_axes={"x": {2: "h", 3: "w"}})
+
+
+@torch.library.custom_op("acceptance_test::triple", mutates_args=())
+def _triple(x: torch.Tensor) -> torch.Tensor:
+    return x * 2  # the registered symbolic below computes x * 3: meant to differ
+
+
+@_triple.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def _triple_symbolic(g, x):
+    return g.op("Mul", x, g.op("Constant", value_t=torch.tensor(3.0)))
+
+
+class SymbolicAndWrong(nn.Module):
+    """Output 0 goes through the registered symbolic; output 1 is wrong on its own."""
+
+    def forward(self, x):
+        wrong = torch.sigmoid(x) if torch.compiler.is_exporting() else torch.relu(x)
+        return _triple(x) + 1, wrong
+
+
+def test_only_outputs_a_registered_symbolic_reaches_are_exempt():
+    """A registered symbolic exempted the whole model (torchvision's SSDlite passed with boxes 294
+    off); only what its nodes compute may differ from eager (issue 35)."""
+    compat.register_custom_op_symbolic("acceptance_test::triple", _triple_symbolic, 9)
+    try:
+        with pytest.raises(ExportFailed) as info:
+            _export(SymbolicAndWrong(), (torch.randn(2, 3),), route="dynamo")
+        text = str(info.value)
+        assert "output 1 differs from eager" in text and "output 0 differs" not in text
+        check = info.value.failures["dynamo"].acceptance
+        assert any("output 0 differs" in n and "ONX301" in n for n in check["notes"])
+    finally:
+        compat.unregister_custom_op_symbolic("acceptance_test::triple", 9)
+
+
+class Imprecise(nn.Module):
+    """Within the float32 tolerance of eager while torch.export captures it, but 5e-5 off (as
+    torch.var/std were on the torch.export route); the TorchScript exporter's model is exact."""
+
+    def forward(self, x):
+        return x + 5e-5 if torch.compiler.is_exporting() else x
+
+
+def test_auto_returns_the_closer_of_the_two_models():
+    """auto returned the torch.export route's model 9.8e-5 off where the TorchScript exporter's
+    matched to 1e-7 (issue 35): both routes export, the closer model is returned, said so."""
+    x = torch.randn(3, 4).clamp(-2, 2)  # outputs of magnitude <= 2: 5e-5 is imprecise there
+    data, _ = _export(Imprecise(), (x,))
+    outcome = compat.last_outcome()
+    assert outcome.route == "legacy"
+    assert "closer to eager torch: max abs diff 0 at the example input" in outcome.fallback_reason
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0], x.numpy(),
+                               rtol=0, atol=1e-7)
+    _export(Imprecise(), (x,), route="dynamo")  # asked for: the route's model, within tolerance
+    assert compat.last_outcome().route == "dynamo"

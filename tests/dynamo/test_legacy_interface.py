@@ -268,3 +268,46 @@ def test_rnn_with_a_dynamic_sequence_axis_runs_at_other_lengths(kind, route):
         for g, w, e in zip(got, want, eager):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+class HannAdd(nn.Module):
+    """torch's ``test_hann_window_not_periodic``: the TorchScript exporter keeps ``n`` as an int64
+    input (hann_window reads it); torch.export specialises it at 100 (x's static size)."""
+
+    def forward(self, x, n: int):
+        return torch.add(x, torch.hann_window(n, periodic=False, dtype=torch.float))
+
+
+def _inputs_of(data: bytes) -> list[tuple[str, str]]:
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    return [(i.type, str(i.shape)) for i in sess.get_inputs()]
+
+
+def test_a_python_int_torch_export_specialised_stays_a_graph_input():
+    """The route dropped ``n`` as unused and auto returned a model without it (issue 35)."""
+    x = torch.randn(100)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(HannAdd(), (x, 100), buf, route="dynamo")
+    assert compat.last_outcome().acceptance["status"] == "passed"
+    assert _inputs_of(buf.getvalue()) == [("tensor(float)", "[100]"), ("tensor(int64)", "[]")]
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, dict(zip([i.name for i in sess.get_inputs()], [x.numpy(), np.array(100)])))[0]
+    np.testing.assert_allclose(got, HannAdd()(x, 100).numpy(), rtol=1e-5, atol=1e-6)
+
+
+class CopyAt(nn.Module):
+    def forward(self, x, data, i):
+        x[i] = data  # a 0-d integer tensor index: a graph input of the TorchScript exporter
+        return x
+
+
+def test_a_zero_d_index_tensor_the_capture_baked_is_an_interface_difference():
+    """A draft capture baked ``i`` and the route dropped it as unused: a model wrong at any other
+    index. The check names it; auto returns the TorchScript exporter's model, which keeps it."""
+    args = (torch.randn(3, 4), torch.randn(4), torch.tensor(1))
+    with pytest.raises(compat.ExportFailed, match=r"input 'i' \(int64 scalar\).*baked its example value"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(CopyAt(), args, io.BytesIO(), route="dynamo")
