@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(ns, int):
         return ns
     try:
-        records, skipped, junk = read_ledgers(ns.ledgers)
+        _, skipped, junk = read_ledgers(ns.ledgers)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"{commands.REPORT}: cannot read ledger: {exc}", file=sys.stderr)
         return 2
