@@ -52,6 +52,10 @@ def check_path(path: str | os.PathLike[str]) -> str:
         raise CompatValueError(f"{ENV_LEDGER} (the ledger path) must not be empty")
     full = os.path.abspath(text)
     folder = os.path.dirname(full)
+    blocker = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
+    if blocker is not None:
+        raise CompatValueError(f"{ENV_LEDGER}: the ledger path {full!r} is under {blocker!r}, "
+                               "which is a file, not a folder")
     if not os.path.isdir(folder):
         raise CompatValueError(
             f"{ENV_LEDGER}: the ledger path {full!r} is in a folder that does not exist"
@@ -67,6 +71,13 @@ def check_path(path: str | os.PathLike[str]) -> str:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)):
         raise CompatValueError(f"{ENV_LEDGER}: the ledger path {full!r} is not a regular file")
     return full
+
+
+def _parents(folder: str) -> list[str]:
+    out = [folder]
+    while os.path.dirname(out[-1]) != out[-1]:
+        out.append(os.path.dirname(out[-1]))
+    return out
 
 
 def append(path: str | os.PathLike[str], record: dict[str, Any]) -> bool:

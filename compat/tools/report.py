@@ -168,8 +168,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         text = to_markdown(report)
     if ns.output:
-        with open(ns.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        try:
+            with open(ns.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            print(f"{commands.REPORT}: error: --output: cannot write {ns.output!r} "
+                  f"({exc.strerror or exc})", file=sys.stderr)
+            return 2
     else:
         sys.stdout.write(text)
     return 0
