@@ -173,6 +173,8 @@ def run(
         outcome.output = _save(outcome, req)
     except BaseException as exc:
         logs = attempt_logs.write(failures, ledger_path)
+        if isinstance(exc, ExportFailed):
+            exc.name_logs(logs)
         if ledger_path:
             ledger_file.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start, logs))
         raise
