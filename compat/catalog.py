@@ -35,7 +35,9 @@ INPUT_BINDING = "input_names bound in forward() parameter order"
 #: the torch.export route's ledger note on ``dynamic_axes`` keys that name graph inputs which are
 #: not forward() parameters holding one tensor (``past_key_values.0.key``): a ``dynamic_shapes``
 #: keyed by those names is not keyed by parameters
-NOT_PARAMETERS = "keys that are not forward() parameters"
+NOT_PARAMETERS = "input-name keys mapped to forward() parameters for dynamic_shapes"
+#: the same note as ledgers before 0.1 worded it (it alarmed users of a normal HF call)
+NOT_PARAMETERS_OLD = "keys that are not forward() parameters"
 
 #: what the torch.export route records (a translation's option and the start of its action) where
 #: it exports a model plain ``torch.onnx.export(dynamo=True)`` would export differently, with the

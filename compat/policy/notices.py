@@ -104,7 +104,8 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
         if usage.code in codes:
             continue
         codes.append(usage.code)
-        subject = usage.detail or (f"{usage.option}=" if usage.option else "")
+        subject = usage.detail or ((f"{usage.option}=" if usage.option.isidentifier() else usage.option)
+                                   if usage.option else "")  # an API (ONX403) is no keyword
         select = catalog.get(usage.code).fix_select(present)
         emit(make_warning(usage.code, path=site.filename, subject=subject, select=select,
                           fixable=not usage.via_shim, owner=owner), site)

@@ -362,12 +362,17 @@ def print_summary(stream: TextIO | None = None) -> None:
                 print(f"    {route}: {cause}", file=stream)
             continue
         parts = [f"route={outcome.route}"]
+        verbose = config.env_verbose()
         if outcome.fallback_reason:
-            parts.append(f"why: {outcome.fallback_reason}")
+            why = " ".join(outcome.fallback_reason.split())
+            parts.append(f"why: {why if verbose or len(why) <= 120 else why[:119] + '…'}")
         if outcome.warnings:
             parts.append("legacy: " + ",".join(outcome.warnings))
-        if outcome.translations:
+        if outcome.translations and verbose:
             parts.append("translated: " + "; ".join(f"{t.code} {t.option}: {t.action}" for t in outcome.translations))
+        elif outcome.translations:  # what each did is in the ledger and with -v: one short line
+            parts.append("translated: " + ",".join(dict.fromkeys(
+                f"{t.code} {t.option}" for t in outcome.translations)))
         if outcome.tracer_warnings and not config.env_verbose():
             parts.append(f"{len(outcome.tracer_warnings)} tracer warning(s) in the ledger "
                          "(tracer_warnings; -v shows them)")
