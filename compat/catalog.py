@@ -513,8 +513,7 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
 SHORT_FIXES: dict[str, str] = {
     "ONX001": "pass dynamo=True (or dynamo=False where the model needs the TorchScript exporter)",
     "ONX101": "use dynamic_shapes= keyed by forward() parameter names, axis names kept",
-    "ONX102": ("EVAL: drop it and call model.eval() first; TRAINING: keep dynamo=False or use "
-               "compat.export (model.train() alone does not keep train-mode BatchNorm on torch.export)"),
+    "ONX102": "EVAL: call model.eval() first; TRAINING: keep dynamo=False (model.train() won't do)",
     "ONX103": "drop it; custom_translation_table= for ops without an ONNX translation",
     "ONX104": "drop True; pass optimize=False for False (with dynamo=True)",
     "ONX105": "use custom_translation_table= with onnxscript functions, or keep dynamo=False",

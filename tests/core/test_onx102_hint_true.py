@@ -48,3 +48,4 @@ def test_hint_does_not_promise_model_train_and_names_what_keeps_it(tmp_path: Pat
     text = catalog.get("ONX102").message("a.py", None, "none") + catalog.SHORT_FIXES["ONX102"]
     assert "model.eval() or model.train()" not in text
     assert "dynamo=False" in text and "compat.export" in text
+    assert "model.train() won't do" in catalog.SHORT_FIXES["ONX102"]
