@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 import threading
 import warnings
@@ -62,6 +63,29 @@ def find_call_site(frame: FrameType | None = None) -> CallSite:
             return CallSite(f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__", ""), f.f_globals)
         f = f.f_back
     return CallSite("<unknown>", 0, "", {})
+
+
+#: the comment compat.migrate writes above a call it pins (``dynamo=False``, a kept
+#: ``compat.export``): migration/rules/onx0.py, migration/pins.py
+_PIN_COMMENT = re.compile(r"^\s*#\s*(?:TODO\()?compat\.migrate\)?:")
+
+
+def pinned_by_migrate(site: CallSite) -> bool:
+    """The call at ``site`` sits under compat.migrate's pin comment (the comment lines right
+    above the call's first line)."""
+    if not site.lineno or site.filename.startswith("<"):
+        return False
+    import linecache
+
+    number = site.lineno - 1
+    while number > 0:
+        line = linecache.getline(site.filename, number)
+        if not line.lstrip().startswith("#"):
+            return False
+        if _PIN_COMMENT.match(line):
+            return True
+        number -= 1
+    return False
 
 
 def explain() -> bool:
