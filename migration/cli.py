@@ -353,6 +353,8 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
     for r in errors:
         print(f"{commands.MIGRATE}: internal error in {r.path}: {r.error}", file=sys.stderr)
     quiet = args.quiet or fmt not in output.TEXT_FORMATS
+    if fmt == "json" and not (args.write or args.diff or args.add_noqa):
+        _attach_text_edits(results, opts)
     if getattr(args, "baseline_file", None) and not errors:
         return _ratchet(results, findings, args, fmt, quiet)
     if args.add_noqa:
@@ -424,6 +426,33 @@ def _ratchet(results: list[FileResult], findings: list, args: argparse.Namespace
         print(f"{head}; {cmp.remaining} baselined usage(s) remain ({cmp.fixed} fixed since "
               f"{cmp.recorded})" + (f"; {len(expired)} pin(s) expired." if expired else "."))
     return 0 if args.exit_zero else int(bool(cmp.new or expired))
+
+
+def _attach_text_edits(results: list[FileResult], opts: Options) -> None:
+    """ruff's ``fix.edits`` for the JSON output: the file's fixed text (as ``--diff`` computes it)
+    against its text now, each changed range given to the finding on (or just below) its lines."""
+    import dataclasses
+
+    fixing = dataclasses.replace(opts, fix=True, write=False, add_noqa=False)
+    for r in results:
+        fixable = [f for f in r.findings if f.edits]
+        if not fixable or r.path.endswith(".ipynb"):
+            continue
+        old = _read(r.path)
+        new = process_bytes(old, r.path, fixing).new_bytes
+        if new is None:
+            continue
+        a = old.decode("utf-8", "replace").splitlines(keepends=True)
+        b = new.decode("utf-8", "replace").splitlines(keepends=True)
+        hunks = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+                 if op[0] != "equal"]
+        for f in fixable:
+            rows = {f.line, *f.lines}
+            mine = [op for op in hunks if any(op[1] < row <= max(op[2], op[1] + 1) for row in rows)]
+            f.text_edits = tuple({"content": "".join(b[j1:j2]),
+                                  "location": {"row": i1 + 1, "column": 1},
+                                  "end_location": {"row": i2 + 1, "column": 1}}
+                                 for _, i1, i2, j1, j2 in mine)
 
 
 def _expired_pins(results: list[FileResult]) -> list[pins.ExpiredPin]:
