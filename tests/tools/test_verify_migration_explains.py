@@ -109,3 +109,16 @@ def test_same_needs_onnxruntime_to_run_both(tmp_path):
     differences, notes, ran = verify_migration.compare_model_files(
         str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx"), [])
     assert not differences and not ran and any("onnxruntime cannot load" in n for n in notes)
+
+
+def test_train_mode_dropout_is_named(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).train()
+    for name in ("a.onnx", "b.onnx"):
+        torch.onnx.export(model, (torch.randn(2, 4),), str(tmp_path / name), dynamo=True,
+                          external_data=False)
+    why = verify_migration._why_differs(str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx"))
+    assert why == ["outputs are random: the model exports train-mode Dropout (call model.eval() "
+                   "before the export)"]
