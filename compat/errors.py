@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class CompatError(Exception):
     """Base of every error raised by torch-onnx-compat."""
@@ -128,13 +130,37 @@ class AcceptanceFailed(RouteFailed):
         self.acceptance = acceptance
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: torch's pointers to a traceback printed "above", which is not where compat puts it
+_ABOVE = re.compile(r"(?:Refer to the full stack trace above for more information"
+                    r"|see (?:the )?(?:full )?stack trace above)", re.IGNORECASE)
+
+
 class ExportFailed(CompatError, RuntimeError):
     """Every planned route failed; ``failures`` maps route name to its ``RouteFailed``."""
 
     def __init__(self, failures: dict[str, RouteFailed]) -> None:
-        lines = [f"  {name}: {err}" for name, err in failures.items()]
-        super().__init__("every export route failed:\n" + "\n".join(lines))
         self.failures = failures
+        self.logs: dict[str, str] = {}
+        super().__init__(self._text())
+
+    def name_logs(self, logs: dict[str, str]) -> None:
+        """Name where each route's log (what torch printed, its full traceback) was written."""
+        self.logs = dict(logs)
+        self.args = (self._text(),)
+
+    def _text(self) -> str:
+        lines = []
+        for name, err in self.failures.items():
+            text = _ANSI.sub("", str(err))  # torch colours its errors; logs and CI keep codes raw
+            log = self.logs.get(name)
+            where = (f"the {name} route's log {log}" if log else
+                     "the exception's __cause__ (set TORCH_ONNX_COMPAT_LEDGER to keep a log file)")
+            text, named = _ABOVE.subn(f"the full stack trace is in {where}", text)
+            if log and not named:
+                text += f"\n    (the {name} route's log, with what torch printed and the full traceback: {log})"
+            lines.append(f"  {name}: {text}")
+        return "every export route failed:\n" + "\n".join(lines)
 
 
 class UntestedTorchWarning(UserWarning):

@@ -63,8 +63,32 @@ def main() -> int:
             print(f"    onnxruntime loads it: inputs {ins}")
     deployed = out_root / "deploy_single_file" / "deploy"
     print(f"\ndeploy folder holds {sorted(os.listdir(deployed))} (self-contained, as before torch 2.9)")
+    ratchet(scripts, out_root / "migrate-baseline.json")
     failures += migrate_and_rerun(scripts, ledger, out_root / "after-migration")
+    failures += _migrate(["--check", "--baseline", str(out_root / "migrate-baseline.json"), str(scripts)],
+                         "after the rewrite, against the baseline") != 0
     return 1 if failures else 0
+
+
+def _migrate(argv: list[str], why: str) -> int:
+    shown = " ".join(pathlib.Path(a).name if os.path.isabs(a) else a for a in argv)
+    print(f"\n=== python -m compat.migrate {shown}   ({why})")
+    run = subprocess.run([sys.executable, "-m", "compat.migrate", "--no-progress", *argv],
+                         capture_output=True, text=True)
+    print((run.stdout + run.stderr).strip())
+    return run.returncode
+
+
+def ratchet(scripts: pathlib.Path, baseline: pathlib.Path) -> None:
+    """The baseline ratchet of a large codebase: record today's legacy usages, then `--check`
+    fails only on a new one (and says how many remain)."""
+    _migrate(["--baseline", str(baseline), str(scripts)], "record today's legacy usages")
+    new = scripts / "new_code.py"
+    new.write_text('import torch\n\n\ndef export(m, x):\n'
+                   '    torch.onnx.export(m, (x,), "m.onnx", opset_version=17)\n', encoding="utf-8")
+    code = _migrate(["--check", "--baseline", str(baseline), str(scripts)], "someone adds a legacy call")
+    print(f"  exit {code}: only the new call fails the check")
+    new.unlink()
 
 
 def migrate_and_rerun(scripts: pathlib.Path, ledger: pathlib.Path, out: pathlib.Path) -> int:

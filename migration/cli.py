@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import datetime
 import difflib
 import os
 import re
@@ -14,7 +15,7 @@ from typing import TextIO
 from compat import commands
 from compat.catalog import BY_CODE, is_code_prefix
 
-from . import output
+from . import baseline, output, pins
 from .core import Options
 from .discovery import iter_files
 from .files import process_many
@@ -151,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-torch", metavar="X.Y",
                    help="the oldest torch the code must keep supporting (e.g. 2.4: no dynamo=, "
                         "which torch < 2.5 rejects)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="alone: record today's legacy usages in FILE; with --check: fail only on "
+                        "usages not in FILE and say how many remain (config: baseline)")
+    p.add_argument("--pin-expires", metavar="DATE",
+                   help="give each pin the rewriter writes (dynamo=False, a kept compat.export) an "
+                        "expiry date in its comment (YYYY-MM-DD or +DAYS); --check fails after it "
+                        "(config: pin-expires)")
     p.add_argument("--output-format", choices=output.FORMATS, default=None,
                    help="text (= concise, one line per finding; the default), full (with the "
                         "source line, a caret and the fix), json, sarif, github")
@@ -225,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     cfg = load_config(os.getcwd())
     known = {"select", "extend_select", "ignore", "exclude", "unsafe_fixes", "jobs",
-             "output_format", "ledger", "target_torch"}
+             "output_format", "ledger", "target_torch", "baseline", "pin_expires"}
     folder = cfg.pop("__folder__", os.getcwd())
     unknown = set(cfg) - known
     if unknown:
@@ -262,7 +270,8 @@ def _main(args: argparse.Namespace) -> int:
     target = _target_torch(args.target_torch or _cfg_value(cfg, "target_torch", str, None))
     opts = Options(tuple(select), tuple(ignore), unsafe, fix=args.diff or args.write,
                    write=args.write or args.add_noqa, ledger=ledger, target_torch=target,
-                   add_noqa=args.add_noqa)
+                   add_noqa=args.add_noqa, pin_expires=_pin_expires(args, cfg))
+    args.baseline_file = _baseline_file(args, cfg, folder)
     paths = args.paths or ["."]
     if "-" in paths:
         if args.add_noqa:
@@ -283,6 +292,28 @@ def _main(args: argparse.Namespace) -> int:
     results = run_files(files, opts, jobs, progress)
     results.sort(key=lambda r: r.path)
     return _report(results, args, opts, fmt)
+
+
+def _pin_expires(args: argparse.Namespace, cfg: dict) -> datetime.date | None:
+    value = args.pin_expires or _cfg_value(cfg, "pin_expires", str, None)
+    if value is None:
+        return None
+    try:
+        return pins.parse_date(str(value))
+    except ValueError:
+        raise UsageError(f"--pin-expires / pin-expires must be a date (YYYY-MM-DD) or +DAYS, "
+                         f"not {value!r}") from None
+
+
+def _baseline_file(args: argparse.Namespace, cfg: dict, folder: str) -> str | None:
+    """The baseline to record (``--baseline`` alone) or compare with (``--check``)."""
+    if args.baseline:
+        if args.diff or args.write or args.add_noqa or args.statistics:
+            raise UsageError("--baseline records (alone) or compares (with --check); it does not "
+                             "combine with --diff, --fix, --add-noqa or --statistics")
+        return args.baseline
+    configured = _cfg_value(cfg, "baseline", str, None)
+    return os.path.join(folder, str(configured)) if configured and args.check else None
 
 
 def _unmatched_ledger(ledger: LedgerIndex, ledger_paths: list[str], files: list[str]) -> str:
@@ -322,6 +353,10 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
     for r in errors:
         print(f"{commands.MIGRATE}: internal error in {r.path}: {r.error}", file=sys.stderr)
     quiet = args.quiet or fmt not in output.TEXT_FORMATS
+    if fmt == "json" and not (args.write or args.diff or args.add_noqa):
+        _attach_text_edits(results, opts)
+    if getattr(args, "baseline_file", None) and not errors:
+        return _ratchet(results, findings, args, fmt, quiet)
     if args.add_noqa:
         return _report_noqa(results, errors, args)
     if args.diff:
@@ -338,6 +373,9 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
         status = 1 if findings else 0
     else:
         sys.stdout.write(output.render(fmt, findings))
+        expired = [] if args.write else _expired_pins(results)
+        for e in expired:
+            print(e.message())
         if args.show_fixes and args.write:
             _show_fixes(results, "Fixed", sys.stdout)
         if not quiet:
@@ -350,12 +388,84 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
                 unsafe = sum(f.applicability == "unsafe" for f in findings)
                 print(f"Found {len(findings)} finding(s): {safe} fixable with --fix"
                       + (f", {unsafe} more with --unsafe-fixes" if unsafe else "") + ".")
-            if not findings and not errors:
+            if expired:
+                print(f"{len(expired)} pin(s) expired.")
+            elif not findings and not errors:
                 print("All checks passed!")
-        status = 1 if findings else 0
+        status = 1 if findings or expired else 0
     if args.exit_zero:
         status = 0
     return 2 if errors else status
+
+
+def _ratchet(results: list[FileResult], findings: list, args: argparse.Namespace, fmt: str,
+             quiet: bool) -> int:
+    """``--baseline FILE``: record it; with ``--check``: report only the usages not in it and
+    the pins whose date has passed, and say how many baselined usages remain."""
+    path = args.baseline_file
+    if not args.check:
+        try:
+            n = baseline.record(path, findings)
+        except OSError as exc:
+            raise UsageError(f"cannot write the baseline {path}: {exc.strerror or exc}") from None
+        if not args.quiet:
+            print(f"Recorded {n} legacy usage(s) in {path}; `{commands.MIGRATE} --check "
+                  f"--baseline {path}` now fails only on new ones.")
+        return 0
+    try:
+        cmp = baseline.compare(path, findings)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot read the baseline {path}: {exc}") from None
+    expired = _expired_pins(results)
+    sys.stdout.write(output.render(fmt, cmp.new))
+    for e in expired:
+        print(e.message())
+    if not quiet:
+        head = (f"Found {len(cmp.new)} new legacy usage(s) not in the baseline {path}"
+                if cmp.new else f"No new legacy usages against the baseline {path}")
+        print(f"{head}; {cmp.remaining} baselined usage(s) remain ({cmp.fixed} fixed since "
+              f"{cmp.recorded})" + (f"; {len(expired)} pin(s) expired." if expired else "."))
+    return 0 if args.exit_zero else int(bool(cmp.new or expired))
+
+
+def _attach_text_edits(results: list[FileResult], opts: Options) -> None:
+    """ruff's ``fix.edits`` for the JSON output: the file's fixed text (as ``--diff`` computes it)
+    against its text now, each changed range given to the finding on (or just below) its lines."""
+    import dataclasses
+
+    fixing = dataclasses.replace(opts, fix=True, write=False, add_noqa=False)
+    for r in results:
+        fixable = [f for f in r.findings if f.edits]
+        if not fixable or r.path.endswith(".ipynb"):
+            continue
+        old = _read(r.path)
+        new = process_bytes(old, r.path, fixing).new_bytes
+        if new is None:
+            continue
+        a = old.decode("utf-8", "replace").splitlines(keepends=True)
+        b = new.decode("utf-8", "replace").splitlines(keepends=True)
+        hunks = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+                 if op[0] != "equal"]
+        for f in fixable:
+            rows = {f.line, *f.lines}
+            mine = [op for op in hunks if any(op[1] < row <= max(op[2], op[1] + 1) for row in rows)]
+            f.text_edits = tuple({"content": "".join(b[j1:j2]),
+                                  "location": {"row": i1 + 1, "column": 1},
+                                  "end_location": {"row": i2 + 1, "column": 1}}
+                                 for _, i1, i2, j1, j2 in mine)
+
+
+def _expired_pins(results: list[FileResult]) -> list[pins.ExpiredPin]:
+    return [e for r in results for e in pins.expired(
+        r.path, (r.old_bytes or _read(r.path)).decode("utf-8", "replace").splitlines())]
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def _report_noqa(results: list[FileResult], errors: list[FileResult], args: argparse.Namespace

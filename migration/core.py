@@ -9,6 +9,7 @@ per-suffix file layer (``sources.py`` for Python files, ``notebook.py`` for note
 from __future__ import annotations
 
 import ast
+import datetime
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ class Options:
     add_noqa: bool = False  # --add-noqa: a noqa comment for each finding left (with write)
     ledger: LedgerIndex | None = field(default=None, compare=False)
     target_torch: tuple[int, int] | None = None  # the oldest torch the code must support
+    pin_expires: datetime.date | None = None  # --pin-expires: the date a pin's comment gives
 
     def wanted(self, code: str) -> bool:
         if code == SYNTAX_ERROR:
@@ -68,6 +70,7 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
     except (RecursionError, MemoryError):
         return [_too_deep(path)]
     ctx.facts["target_torch"] = opts.target_torch
+    ctx.facts["pin_expires"] = opts.pin_expires
     lines = ctx.lines
     noqa = Directives(text, lines)
     ctx.enabled = lambda code, line, *more: opts.wanted(code) and not noqa.suppressed(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compat.catalog import INPUT_BINDING, NOT_PARAMETERS
+from compat.catalog import INPUT_BINDING, NOT_PARAMETERS, NOT_PARAMETERS_OLD
 
 from .ledger import ROUTES, shim_only
 
@@ -108,7 +108,8 @@ class Site:
         """Whether every record's dynamic axes were keyed by forward() parameters holding one
         tensor, with ``{axis: name}`` dicts (names a ``dynamic_shapes`` keyed by the same keys
         keeps)."""
-        return not any(NOT_PARAMETERS in t["action"] for t in self._translations("dynamic_axes")) \
+        return not any(NOT_PARAMETERS in t["action"] or NOT_PARAMETERS_OLD in t["action"]
+                       for t in self._translations("dynamic_axes")) \
             and not any(_LIST_FORM.search(n) for n in self.dim_names())
 
     def written_to_files(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -42,6 +43,8 @@ class Finding:
     #: not selected (``needs`` selects it); "none" otherwise
     held: Applicability = "none"
     source: str = field(default="", compare=False, repr=False)  # the reported line's text
+    #: ruff's fix edits (``{content, location, end_location}``), set for the JSON output
+    text_edits: tuple[dict, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def message(self) -> str:
@@ -63,15 +66,34 @@ class Finding:
         at = f"{self.line}:{self.column}"
         return f"cell {self.cell}:{at}" if self.cell is not None else at
 
+    @property
+    def end(self) -> tuple[int, int]:
+        """(row, column) just after the flagged code on its line (ruff's ``end_location``)."""
+        if not self.source:
+            return self.line, self.column
+        return self.line, self.column + flagged_width(self.source, max(self.column - 1, 0))
+
     def to_json(self) -> dict:
         """The JSON shape of the CLI contract (``cell`` only for notebook findings)."""
+        from compat.catalog import rule_url
+
+        end_line, end_column = self.end
+        applies = self.applicability if self.edits else "none"
         out = {
             "code": self.code,
             "path": self.path,
+            "filename": self.path,
             "line": self.line,
             "column": self.column,
+            "location": {"row": self.line, "column": self.column},
+            "end_location": {"row": end_line, "column": end_column},
             "message": self.message,
             "fix_applicability": self.applicability,
+            "fix": None if applies == "none" else {
+                "applicability": applies, "message": f"{self.code}: {BY_CODE[self.code].replacement}"
+                if self.code in BY_CODE else "", "edits": list(self.text_edits)},
+            "url": rule_url(self.code) if self.code in BY_CODE else None,
+            "noqa_row": self.line,
         }
         if self.cell is not None:
             out["cell"] = self.cell
@@ -100,3 +122,37 @@ class FileResult:
                                      note=f"not written: {reason}"))
         self.fixed, self.new_bytes = [], None
         return self
+
+
+_WORD = re.compile(r"[\w.]+")
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def flagged_width(line: str, start: int) -> int:
+    """How many ``^`` mark the flagged code at ``start``: a dotted name, a bracketed literal
+    or a string when it ends on this line, else one character."""
+    word = _WORD.match(line, start)
+    if word:
+        return len(word.group())
+    depth, quote, i = 0, "", start
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+                if depth == 0:
+                    return i - start + 1
+        elif c in "'\"":
+            quote = c
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+            if depth <= 0:
+                return i - start + 1 if depth == 0 else 1
+        elif depth == 0:
+            return 1
+        i += 1
+    return 1

@@ -4,18 +4,16 @@ the source line with carets and the fix hint), json, sarif 2.1.0, GitHub Actions
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 
-from compat.catalog import BY_CODE, MIGRATE_WITH, NO_FIX
+from compat.catalog import BY_CODE, MIGRATE_WITH, NO_FIX, rule_url
 
-from .model import Finding
+from .model import Finding, flagged_width
 
 FORMATS = ("text", "concise", "full", "json", "sarif", "github")
 #: the formats for people: a summary line follows them ("text" is "concise")
 TEXT_FORMATS = ("text", "concise", "full")
 _HINTS = (" " + MIGRATE_WITH, " " + NO_FIX)
-_WORD = re.compile(r"[\w.]+")
 
 
 def _mark(f: Finding) -> str:
@@ -40,7 +38,7 @@ def full(findings: list[Finding]) -> str:
             number = str(f.line)
             gutter = " " * len(number)
             start = max(f.column - 1, 0)
-            width = _width(f.source, start)
+            width = flagged_width(f.source, start)
             pad = "".join(c if c == "\t" else " " for c in f.source[:start])
             lines += [f"{gutter} |", f"{number} | {f.source}",
                       f"{gutter} | {pad}{'^' * width} {f.code}", f"{gutter} |"]
@@ -48,39 +46,6 @@ def full(findings: list[Finding]) -> str:
             lines.append(f"{' ' * len(str(f.line)) if f.source else ''} = help: {hint}")
         blocks.append("\n".join(lines) + "\n\n")  # a blank line after each, as ruff
     return "".join(blocks)
-
-
-_OPEN, _CLOSE = "([{", ")]}"
-
-
-def _width(line: str, start: int) -> int:
-    """How many ``^`` mark the flagged code at ``start``: a dotted name, a bracketed literal
-    or a string when it ends on this line, else one character."""
-    word = _WORD.match(line, start)
-    if word:
-        return len(word.group())
-    depth, quote, i = 0, "", start
-    while i < len(line):
-        c = line[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-                if depth == 0:
-                    return i - start + 1
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            depth += 1
-        elif c in _CLOSE:
-            depth -= 1
-            if depth <= 0:
-                return i - start + 1 if depth == 0 else 1
-        elif depth == 0:
-            return 1
-        i += 1
-    return 1
 
 
 def _split_hint(f: Finding) -> tuple[str, str]:
@@ -105,6 +70,7 @@ def sarif(findings: list[Finding]) -> str:
         "id": c,
         "shortDescription": {"text": BY_CODE[c].summary if c in BY_CODE else "syntax error"},
         "fullDescription": {"text": BY_CODE[c].changed if c in BY_CODE else "syntax error"},
+        **({"helpUri": rule_url(c)} if c in BY_CODE else {}),
         "properties": {"fix": BY_CODE[c].fix if c in BY_CODE else "none"},
     } for c in codes]
     results = [{
@@ -113,7 +79,8 @@ def sarif(findings: list[Finding]) -> str:
         "message": {"text": f.message},
         "locations": [{"physicalLocation": {
             "artifactLocation": {"uri": f.path},
-            "region": {"startLine": f.line, "startColumn": f.column},
+            "region": {"startLine": f.line, "startColumn": f.column,
+                       "endLine": f.end[0], "endColumn": f.end[1]},
         }}],
         "properties": {"fix_applicability": f.applicability,
                        **({"cell": f.cell} if f.cell is not None else {})},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 import threading
 import warnings
@@ -64,6 +65,29 @@ def find_call_site(frame: FrameType | None = None) -> CallSite:
     return CallSite("<unknown>", 0, "", {})
 
 
+#: the comment compat.migrate writes above a call it pins (``dynamo=False``, a kept
+#: ``compat.export``): migration/rules/onx0.py, migration/pins.py
+_PIN_COMMENT = re.compile(r"^\s*#\s*(?:TODO\()?compat\.migrate\)?:")
+
+
+def pinned_by_migrate(site: CallSite) -> bool:
+    """The call at ``site`` sits under compat.migrate's pin comment (the comment lines right
+    above the call's first line)."""
+    if not site.lineno or site.filename.startswith("<"):
+        return False
+    import linecache
+
+    number = site.lineno - 1
+    while number > 0:
+        line = linecache.getline(site.filename, number)
+        if not line.lstrip().startswith("#"):
+            return False
+        if _PIN_COMMENT.match(line):
+            return True
+        number -= 1
+    return False
+
+
 def explain() -> bool:
     """Long texts (why, the replacement, the migrate command) instead of one line per usage."""
     from compat.policy.config import env_explain
@@ -104,7 +128,8 @@ def warn_usages(usages: Iterable[Usage], site: CallSite) -> list[str]:
         if usage.code in codes:
             continue
         codes.append(usage.code)
-        subject = usage.detail or (f"{usage.option}=" if usage.option else "")
+        subject = usage.detail or ((f"{usage.option}=" if usage.option.isidentifier() else usage.option)
+                                   if usage.option else "")  # an API (ONX403) is no keyword
         select = catalog.get(usage.code).fix_select(present)
         emit(make_warning(usage.code, path=site.filename, subject=subject, select=select,
                           fixable=not usage.via_shim, owner=owner), site)

@@ -12,6 +12,7 @@ result or error.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import stat
@@ -28,6 +29,9 @@ FIELDS = (
 #: added to every record by ``append`` (compat/records/sites.py): the call site relative to its
 #: project root, so a ledger still matches the code after the checkout moved
 SITE_FIELDS = ("project_root", "call_site_rel")
+#: added to every record by ``append``: when it was written (UTC, ISO 8601), which dates a run in
+#: ``compat report``'s progress (a ledger copied between machines keeps it; a file's mtime does not)
+STAMP_FIELDS = ("recorded_at",)
 #: ``third_party``: ``{distribution, version, code, api, count}`` per legacy API an installed
 #: distribution used in the recording process (compat/policy/third_party.py)
 ENV_LEDGER = "TORCH_ONNX_COMPAT_LEDGER"  # same name as compat.policy.config.ENV_LEDGER
@@ -48,6 +52,10 @@ def check_path(path: str | os.PathLike[str]) -> str:
         raise CompatValueError(f"{ENV_LEDGER} (the ledger path) must not be empty")
     full = os.path.abspath(text)
     folder = os.path.dirname(full)
+    blocker = next((p for p in _parents(folder) if os.path.exists(p) and not os.path.isdir(p)), None)
+    if blocker is not None:
+        raise CompatValueError(f"{ENV_LEDGER}: the ledger path {full!r} is under {blocker!r}, "
+                               "which is a file, not a folder")
     if not os.path.isdir(folder):
         raise CompatValueError(
             f"{ENV_LEDGER}: the ledger path {full!r} is in a folder that does not exist"
@@ -65,9 +73,16 @@ def check_path(path: str | os.PathLike[str]) -> str:
     return full
 
 
+def _parents(folder: str) -> list[str]:
+    out = [folder]
+    while os.path.dirname(out[-1]) != out[-1]:
+        out.append(os.path.dirname(out[-1]))
+    return out
+
+
 def append(path: str | os.PathLike[str], record: dict[str, Any]) -> bool:
     """Append one record as a JSON line; on failure warn ``LedgerWarning`` and return False.
-    The record gets ``SITE_FIELDS`` for its ``call_site`` and, when installed libraries used
+    The record gets ``STAMP_FIELDS``, ``SITE_FIELDS`` for its ``call_site`` and, when installed libraries used
     legacy torch.onnx APIs in this process, ``third_party`` (their usages so far: never the
     call's own ``warnings``), unless it has them."""
     try:
@@ -75,7 +90,8 @@ def append(path: str | os.PathLike[str], record: dict[str, Any]) -> bool:
         from compat.records.sites import site_fields
 
         usages = third_party_usages()
-        record = {**site_fields(record.get("call_site")),
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        record = {**site_fields(record.get("call_site")), "recorded_at": stamp,
                   **({"third_party": usages} if usages else {}), **record}
         _append(os.fspath(path), (json.dumps(record, sort_keys=True, default=str) + "\n").encode())
     except (OSError, ValueError, TypeError) as exc:

@@ -151,9 +151,11 @@ def run(
     append the call's record to ``ledger`` (a path; None: no record); returns the Outcome and
     what ``torch.onnx.export`` returns for the route taken."""
     ledger_path = ledger_file.check_path(ledger) if ledger else None  # fails before any work
+    # a call compat.migrate pinned (its comment says why) is migrated code: quiet, in strict mode too
+    usages = [] if notices.pinned_by_migrate(site) else req.usages
     if config.resolve_strict(req.strict, req.call_site):
-        notices.raise_strict(req.usages)
-    codes = notices.warn_usages(req.usages, site)
+        notices.raise_strict(usages)
+    codes = notices.warn_usages(usages, site)
     codes += [c for c in notices.take_api_codes() if c not in codes]
     start = time.perf_counter()
     route_plan: RoutePlan | None = None
@@ -173,6 +175,8 @@ def run(
         outcome.output = _save(outcome, req)
     except BaseException as exc:
         logs = attempt_logs.write(failures, ledger_path)
+        if isinstance(exc, ExportFailed):
+            exc.name_logs(logs)
         if ledger_path:
             ledger_file.append(ledger_path, _record(req, route_plan, None, codes, failures, exc, start, logs))
         raise

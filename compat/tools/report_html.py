@@ -34,7 +34,8 @@ table{border-collapse:collapse;width:100%;margin-top:10px;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e5e8eb;vertical-align:top}
 th{background:#f4f6f8;font-weight:600}td.n,th.n{text-align:right;white-space:nowrap}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f4f6f8;padding:1px 4px;
-border-radius:3px;word-break:break-all}
+border-radius:3px;overflow-wrap:anywhere}
+td{overflow-wrap:break-word}
 a{color:#1565c0}.none{color:#566573;font-style:italic}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
@@ -66,8 +67,8 @@ def bar_chart(chart: str, items: Sequence[tuple[str, int, str]], *, width: int =
     for i, (label, value, colour) in enumerate(items):
         y = top + i * row
         w = max(2, round(bar_space * value / most))
-        short = label if len(label) <= 44 else label[:43] + "…"
-        parts.append(f'<text x="{label_width - 8}" y="{y + 16}" text-anchor="end">{_e(short)}'
+        short = _fit(label, label_width)
+        parts.append(f'<text x="4" y="{y + 16}">{_e(short)}'
                      f'<title>{_e(label)}</title></text>')
         parts.append(f'<rect x="{label_width}" y="{y + 3}" width="{w}" height="18" rx="2" '
                      f'fill="{colour}" data-chart="{_e(chart)}" data-label="{_e(label)}" '
@@ -75,6 +76,13 @@ def bar_chart(chart: str, items: Sequence[tuple[str, int, str]], *, width: int =
         parts.append(f'<text x="{label_width + w + 6}" y="{y + 16}">{value}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _fit(label: str, width: int) -> str:
+    """``label`` cut (with …) to what the label column shows at 12px (a char is at most ~8px):
+    the start (the ONX code) always shows, never clipped at the SVG's left edge."""
+    most = max(4, (width - 12) // 8)
+    return label if len(label) <= most else label[: most - 1] + "…"
 
 
 def progress_chart(runs: Sequence[dict[str, Any]], *, width: int = 640, label_width: int = 220) -> str:
@@ -88,8 +96,8 @@ def progress_chart(runs: Sequence[dict[str, Any]], *, width: int = 640, label_wi
              f'height="{top + row * len(runs)}" role="img" aria-label="progress chart">')]
     for i, run in enumerate(runs):
         y, x = top + i * row, float(label_width)
-        parts.append(f'<text x="{label_width - 8}" y="{y + 17}" text-anchor="end">'
-                     f'{_e(run["label"])}</text>')
+        parts.append(f'<text x="4" y="{y + 17}">{_e(_fit(run["label"], label_width))}'
+                     f'<title>{_e(run["label"])}</title></text>')
         for route in _routes(run["by_route"]):
             count = run["by_route"][route]
             w = bar_space * count / run["calls"]
@@ -101,6 +109,43 @@ def progress_chart(runs: Sequence[dict[str, Any]], *, width: int = 640, label_wi
             x += w
     parts.append("</svg>")
     return "".join(parts)
+
+
+STATE_NAMES = {"finished": "finished", "pinned": "pinned", "on_shim": "on the shim"}
+STATE_COLOURS = {"finished": "#2e7d32", "pinned": "#6d4c41", "on_shim": "#ef6c00"}
+
+
+def call_sites_chart(runs: Sequence[dict[str, Any]], *, width: int = 640, label_width: int = 220) -> str:
+    """One stacked bar per run: its call sites finished / pinned / on the shim, in counts (the
+    longest bar is the run with the most call sites)."""
+    runs = [r for r in runs if sum(r["call_sites"].values())]
+    if not runs:
+        return ""
+    row, top = 28, 4
+    bar_space = width - label_width - 20
+    most = max(sum(r["call_sites"].values()) for r in runs)
+    parts = [(f'<svg class="chart" data-chart="call-sites" width="{width}" '
+             f'height="{top + row * len(runs)}" role="img" aria-label="call sites chart">')]
+    for i, run in enumerate(runs):
+        y, x = top + i * row, float(label_width)
+        parts.append(f'<text x="4" y="{y + 17}">{_e(_fit(run_title(run), label_width))}'
+                     f'<title>{_e(run_title(run))}</title></text>')
+        for state, count in run["call_sites"].items():
+            if not count:
+                continue
+            w = bar_space * count / most
+            parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="20" '
+                         f'fill="{STATE_COLOURS.get(state, DEFAULT_COLOUR)}" data-chart="call-sites" '
+                         f'data-run="{_e(run["label"])}" data-label="{_e(state)}" data-value="{count}">'
+                         f'<title>{_e(run_title(run))}: {_e(STATE_NAMES.get(state, state))} {count}'
+                         f'</title></rect>')
+            x += w
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def run_title(run: dict[str, Any]) -> str:
+    return f'{run["date"]} {run["label"]}'
 
 
 def _routes(by_route: dict[str, int]) -> list[str]:
@@ -150,9 +195,9 @@ def _none(text: str) -> str:
     return f'<p class="none">{_e(text)}</p>'
 
 
-def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] = ()) -> str:
-    """The page for ``report`` (``report.build``) and, with two or more ``runs``
-    (``report.run_summary`` per ledger), their progress."""
+def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] | None = None) -> str:
+    """The page for ``report`` (``report_model.build_report``) and, with two or more runs (its
+    ``progress``, or ``runs``: ``report_model.run_summary`` per ledger), their progress."""
     n = report["calls"]
     by_route = report["by_route"]
     ledgers = report["ledgers"]
@@ -178,20 +223,31 @@ def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] = ()) -> str:
         bar_chart("routes", route_items) or _none("No export calls recorded."),
         _table(("route taken", "calls:", "share:"),
                [(_e(label), str(v), _share(v, n)) for label, v, _ in route_items]) if n else ""))
+    if runs is None:
+        runs = report.get("progress") or []
     if len(runs) > 1:
         legend = "".join(f'<span><i style="background:{ROUTE_COLOURS[r]}"></i>{_e(ROUTE_NAMES[r])}</span>'
                          for r in ROUTE_ORDER)
+        states = "".join(f'<span><i style="background:{STATE_COLOURS[k]}"></i>{_e(v)}</span>'
+                         for k, v in STATE_NAMES.items())
         parts.append(_section(
             "progress", "Progress across runs",
-            '<p class="sub">One bar per ledger, in the order given (oldest first), as shares of '
-            "that run's calls.</p>",
+            '<p class="sub">One bar per ledger, oldest first by the date of its records (else of its '
+            "file); routes as shares of that run's calls.</p>",
             f'<div class="legend">{legend}</div>', progress_chart(runs) or _none("No calls in any run."),
-            _table(("run", "ledger modified (UTC)", "calls:", "torch.export:", "TorchScript:", "failed:",
-                    "fallbacks:", "TorchScript call sites:"),
-                   [(_e(r["label"]), _e(r["modified"]), str(r["calls"]),
+            "<h3>Burn-down: legacy usages</h3>",
+            '<p class="sub">Per run, the call sites × ONX codes warned (each counted once).</p>',
+            bar_chart("burn-down", [(run_title(r), r["legacy_usages"], "#6a1b9a") for r in runs],
+                      label_width=220) or _none("No legacy usage in any run."),
+            "<h3>Call sites: finished, pinned, on the shim</h3>",
+            f'<div class="legend">{states}</div>', call_sites_chart(runs) or _none("No call sites."),
+            _table(("date (UTC)", "run", "calls:", "torch.export:", "TorchScript:", "failed:",
+                    "fallbacks:", "legacy usages:", "finished:", "pinned:", "on the shim:"),
+                   [(_e(r["date"]), _e(r["label"]), str(r["calls"]),
                      _share(r["by_route"].get("dynamo", 0), r["calls"]),
                      _share(r["by_route"].get("legacy", 0), r["calls"]), str(r["by_route"].get("failed", 0)),
-                     str(r["fallbacks"]), str(r["legacy_call_sites"])) for r in runs])))
+                     str(r["fallbacks"]), str(r["legacy_usages"]), str(r["call_sites"]["finished"]),
+                     str(r["call_sites"]["pinned"]), str(r["call_sites"]["on_shim"])) for r in runs])))
     fb = report["fallbacks"]["by_reason"]
     parts.append(_section(
         "fallbacks", "Fallbacks to the TorchScript route, by cause",
@@ -226,7 +282,7 @@ def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] = ()) -> str:
                     "<br>".join(f"{_e(a)} ({c})" for a, c in sorted(t["actions"].items())))
                    for t in translations]))
         if translations else _none("None.")))
-    from compat.tools.report import ROUTE_TITLES, place_name
+    from compat.tools.report_model import ROUTE_TITLES, place_name
 
     baked = report.get("baked", [])
     parts.append(_section(

@@ -93,14 +93,14 @@ def main(argv: Sequence[str]) -> int:
                                  ("--compare", ns.compare)) if on]
         if clash:
             parser.error(f"--observe runs plain torch: {', '.join(clash)} does not apply")
-        if not ns.ledger:
-            parser.error("--observe records into a ledger: give --ledger PATH")
-        from compat.records.ledger import check_path
-
-        try:  # the shim checks it at each export; the pass-through must not raise there
-            check_path(ns.ledger)
-        except CompatError as exc:
-            print(f"{PROG}: error: --ledger: {exc}", file=sys.stderr)
+        if not (ns.ledger or config.env_ledger()):
+            parser.error(f"--observe records into a ledger: give --ledger PATH (or set {config.ENV_LEDGER})")
+    ledger = ns.ledger or config.env_ledger()
+    if ledger:
+        problem = ledger_problem(ledger)
+        if problem:
+            source = "--ledger" if ns.ledger else config.ENV_LEDGER
+            print(f"{PROG}: error: {source}: {problem}", file=sys.stderr)
             return 2
     from compat.installed.runtime_extra import require_runtime
 
@@ -125,6 +125,26 @@ def main(argv: Sequence[str]) -> int:
     if ns.module is not None:
         return run_module(ns.module, ns.args, summary=not ns.quiet, observe=ns.observe)
     return run_script(ns.script, ns.args, summary=not ns.quiet, observe=ns.observe)
+
+
+def ledger_problem(path: str) -> str | None:
+    """Why the ledger at ``path`` cannot be written (one line), or None: checked before the script
+    runs, so a run that records nothing does not pass for one that recorded (exit 2)."""
+    from compat.records.ledger import check_path
+
+    try:
+        full = check_path(path)
+    except CompatError as exc:
+        return str(exc).removeprefix(f"{config.ENV_LEDGER}: ")
+    existed = os.path.exists(full)
+    try:
+        fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        return f"the ledger path {full!r} cannot be written ({exc.strerror or exc})"
+    os.close(fd)
+    if not existed:
+        os.unlink(full)
+    return None
 
 
 def run_script(script: str, args: Sequence[str], summary: bool = True, observe: bool = False) -> int:
@@ -342,12 +362,17 @@ def print_summary(stream: TextIO | None = None) -> None:
                 print(f"    {route}: {cause}", file=stream)
             continue
         parts = [f"route={outcome.route}"]
+        verbose = config.env_verbose()
         if outcome.fallback_reason:
-            parts.append(f"why: {outcome.fallback_reason}")
+            why = " ".join(outcome.fallback_reason.split())
+            parts.append(f"why: {why if verbose or len(why) <= 120 else why[:119] + '…'}")
         if outcome.warnings:
             parts.append("legacy: " + ",".join(outcome.warnings))
-        if outcome.translations:
+        if outcome.translations and verbose:
             parts.append("translated: " + "; ".join(f"{t.code} {t.option}: {t.action}" for t in outcome.translations))
+        elif outcome.translations:  # what each did is in the ledger and with -v: one short line
+            parts.append("translated: " + ",".join(dict.fromkeys(
+                f"{t.code} {t.option}" for t in outcome.translations)))
         if outcome.tracer_warnings and not config.env_verbose():
             parts.append(f"{len(outcome.tracer_warnings)} tracer warning(s) in the ledger "
                          "(tracer_warnings; -v shows them)")

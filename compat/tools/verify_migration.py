@@ -68,6 +68,7 @@ def read_sites(path: str) -> dict[str, dict[int, Site]]:
     from compat.records.sites import split_site
 
     out: dict[str, dict[int, Site]] = {}
+    seen: dict[str, dict[str, Any]] = {}
     for rec in ledger_file.read([path]):
         site = split_site(rec.get("call_site"))
         if site is None:
@@ -76,7 +77,20 @@ def read_sites(path: str) -> dict[str, dict[int, Site]]:
         file = rel[0] if rel and rel[1] == site[1] else site[0]
         by_line = out.setdefault(file, {})
         by_line.setdefault(site[1], Site(file, site[1], site[0])).records.append(rec)
+        _mark_overwritten(rec, seen)
     return out
+
+
+def _mark_overwritten(rec: dict[str, Any], seen: dict[str, dict[str, Any]]) -> None:
+    """A later export of the same run writing the same model file overwrote the earlier one's
+    (``_overwritten_by``: the later call site); a script that edits its own file is no overwrite."""
+    path = _model_path(rec)
+    if path is None:
+        return
+    earlier = seen.get(path)
+    if earlier is not None:
+        earlier["_overwritten_by"] = str(rec.get("call_site") or "?")
+    seen[path] = rec
 
 
 def _read_text(path: str) -> str | None:
@@ -130,6 +144,7 @@ def compare_records(old: Mapping[str, Any], new: Mapping[str, Any], atol: float 
         why = f"the original call failed under the shim ({old.get('error')}); the migrated call exports"
         return DIFFERS, [why], []
     problems: list[str] = []
+    left: list[str] = []
     paths = {}
     for side, rec in (("old", old), ("new", new)):
         path = _model_path(rec)
@@ -143,16 +158,57 @@ def compare_records(old: Mapping[str, Any], new: Mapping[str, Any], atol: float 
             from compat.records.output_facts import changed_since
 
             changed = changed_since(rec["output_files"])
-            if changed:
-                problems.append(f"{side} run's output changed since it was recorded (overwritten "
-                                f"by a later export?): {', '.join(changed)}; run the two into "
-                                "separate output folders")
+            if changed and rec.get("_overwritten_by"):
+                problems.append(f"{side} run's output was overwritten by a later export of that run "
+                                f"({rec['_overwritten_by']}): {', '.join(changed)}; run the two "
+                                "into separate output folders")
+            elif changed:  # the script itself edited its file (yolov5 adds metadata): compare that
+                left.append(f"the {side} run's script changed {', '.join(changed)} after the export "
+                            "(no later export wrote it): compared the file the script left")
         paths[side] = path
     if problems:
         return UNVERIFIABLE, problems, []
-    differences, notes = compare_models(paths["old"], paths["new"], old.get("example_inputs") or [],
-                                        atol, rtol)
-    return (DIFFERS if differences else SAME), differences, notes
+    differences, notes, ran = compare_model_files(paths["old"], paths["new"],
+                                                  old.get("example_inputs") or [], atol, rtol)
+    notes = left + notes
+    if differences:
+        return DIFFERS, _why_differs(paths["old"], paths["new"]) + differences, notes
+    if not ran:  # "same" means onnxruntime ran both models at the chosen shapes
+        return UNVERIFIABLE, [("only the graphs' structure was compared: onnxruntime did not run "
+                               "both models (see the notes)")], notes
+    return SAME, differences, notes
+
+
+def _why_differs(old_path: str, new_path: str) -> list[str]:
+    """The cause of a numeric difference when the models say it: weights drawn anew in each run
+    (no seed), or random ops in the graph (train-mode Dropout)."""
+    import onnx
+    from onnx import numpy_helper
+
+    try:
+        a, b = (onnx.load(p, load_external_data=True) for p in (old_path, new_path))
+    except Exception:  # noqa: BLE001 - no explanation, the numbers still speak
+        return []
+    out = []
+    random_ops = {"RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike", "Bernoulli"}
+    consts = {i.name: numpy_helper.to_array(i) for i in b.graph.initializer if not i.dims}
+    train_dropout = [n for n in b.graph.node if n.op_type == "Dropout" and len(n.input) > 2
+                     and n.input[2] and bool(consts.get(n.input[2], True))]
+    if train_dropout or any(n.op_type in random_ops for n in b.graph.node):
+        out.append("outputs are random: the model exports train-mode Dropout (call model.eval() "
+                   "before the export)")
+    wa = {i.name: numpy_helper.to_array(i) for i in a.graph.initializer}
+    wb = {i.name: numpy_helper.to_array(i) for i in b.graph.initializer}
+    shaped_a = sorted((w.shape, str(w.dtype)) for w in wa.values() if w.size > 1)
+    shaped_b = sorted((w.shape, str(w.dtype)) for w in wb.values() if w.size > 1)
+    if shaped_a and shaped_a == shaped_b:
+        import numpy as np
+
+        sums_a = sorted(float(np.abs(w.astype(np.float64)).sum()) for w in wa.values() if w.size > 1)
+        sums_b = sorted(float(np.abs(w.astype(np.float64)).sum()) for w in wb.values() if w.size > 1)
+        if not np.allclose(sums_a, sums_b, rtol=1e-6, atol=1e-9):
+            out.append("weights differ between runs: the script does not seed its model")
+    return out
 
 
 # -- the models ------------------------------------------------------------------------------
@@ -275,8 +331,8 @@ def _resized(inputs: Sequence[Mapping[str, Any]], shapes: Mapping[str, list[int]
 
 def _numbers(sess_a: Any, sess_b: Any, inputs_a: Sequence[Mapping[str, Any]], names_b: list[str],
              shapes: Mapping[str, list[int]], seed: int, where: str, atol: float, rtol: float,
-             differences: list[str], notes: list[str]) -> None:
-    """Run both models on the same inputs; append what differs."""
+             differences: list[str], notes: list[str]) -> bool:
+    """Run both models on the same inputs; append what differs. True when both ran."""
     import numpy as np
 
     from compat.tools.parity import diff_stats
@@ -286,17 +342,17 @@ def _numbers(sess_a: Any, sess_b: Any, inputs_a: Sequence[Mapping[str, Any]], na
         ref = sess_a.run(None, feeds)
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own error classes
         notes.append(f"{where}: the original model does not run either ({_error(exc)})")
-        return
+        return False
     names_a = [v["name"] for v in inputs_a]
     feeds_b = feeds if sorted(names_b) == sorted(names_a) else dict(zip(names_b, feeds.values()))
     try:
         got = sess_b.run(None, feeds_b)
     except Exception as exc:  # noqa: BLE001
         differences.append(f"{where}: the migrated model fails in onnxruntime ({_error(exc)})")
-        return
+        return False
     if len(got) != len(ref):
         differences.append(f"{where}: {len(ref)} outputs -> {len(got)}")
-        return
+        return True
     for i, (r, g) in enumerate(zip(ref, got)):
         r, g = np.asarray(r), np.asarray(g)
         if r.shape != g.shape:
@@ -308,11 +364,19 @@ def _numbers(sess_a: Any, sess_b: Any, inputs_a: Sequence[Mapping[str, Any]], na
             differences.append(f"{where}: output {i} max abs difference {stats['max_abs']:.3g}"
                                + (f", {stats['nan_mismatches']} NaN mismatch(es)"
                                   if stats.get("nan_mismatches") else ""))
+    return True
 
 
 def compare_models(old_path: str, new_path: str, examples: Sequence[Any], atol: float = ATOL,
                    rtol: float = RTOL) -> tuple[list[str], list[str]]:
     """(differences, notes) between the original run's model and the migrated run's."""
+    differences, notes, _ = compare_model_files(old_path, new_path, examples, atol, rtol)
+    return differences, notes
+
+
+def compare_model_files(old_path: str, new_path: str, examples: Sequence[Any], atol: float = ATOL,
+                        rtol: float = RTOL) -> tuple[list[str], list[str], bool]:
+    """``compare_models`` plus whether onnxruntime ran both models at the recorded shapes."""
     a, b = _describe(old_path), _describe(new_path)
     differences = structure_differences(a, b, old_path, new_path)
     notes: list[str] = []
@@ -320,28 +384,28 @@ def compare_models(old_path: str, new_path: str, examples: Sequence[Any], atol: 
         sess_a = _session(old_path)
     except Exception as exc:  # noqa: BLE001
         notes.append(f"numerics not compared: onnxruntime cannot load the original model ({_error(exc)})")
-        return differences, notes
+        return differences, notes, False
     try:
         sess_b = _session(new_path)
     except Exception as exc:  # noqa: BLE001
         differences.append(f"onnxruntime cannot load the migrated model ({_error(exc)})")
-        return differences, notes
+        return differences, notes, False
     names_b = [i.name for i in sess_b.get_inputs()]
     if len(names_b) != len(a["inputs"]):
         differences.append(f"numerics not compared: {len(a['inputs'])} inputs -> {len(names_b)}")
-        return differences, notes
+        return differences, notes, False
     shapes, found = _aligned_shapes(a["inputs"], examples)
     if not found:
         notes.append("the recorded example inputs do not match the graph inputs: dynamic dims "
                      "run at size 2")
-    _numbers(sess_a, sess_b, a["inputs"], names_b, shapes, 0, "at the recorded shapes", atol, rtol,
-             differences, notes)
+    ran = _numbers(sess_a, sess_b, a["inputs"], names_b, shapes, 0, "at the recorded shapes", atol,
+                   rtol, differences, notes)
     params = list(dict.fromkeys(d for v in a["inputs"] for d in (v["dims"] or []) if isinstance(d, str)))
     for n, param in enumerate(params, 1):
         size = 1 + max(s for v in a["inputs"] for d, s in zip(v["dims"] or [], shapes[v["name"]]) if d == param)
         _numbers(sess_a, sess_b, a["inputs"], names_b, _resized(a["inputs"], shapes, param, size), n,
                  f"at {param}={size}", atol, rtol, differences, notes)
-    return differences, notes
+    return differences, notes, ran
 
 
 # -- the two runs ----------------------------------------------------------------------------

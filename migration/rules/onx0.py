@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
 
-from .. import evidence
+from .. import evidence, pins
 from ..analysis import Context, ExportCall, literal
 from ..model import Edit
 from ..registry import register
@@ -42,12 +42,12 @@ def _comment(ctx: Context, ec: ExportCall, route: Route) -> list[str]:
     """The comment above a ``dynamo=False`` pin, saying why (over lines that fit)."""
     reasons = "; ".join(r for _, r in route.pins)
     if route.evidence is not None and route.evidence.get("route_taken") == "dynamo":
-        return _comment_lines(f"dynamo=False because {reasons}", ctx, ec)
+        return _pin_lines(f"dynamo=False because {reasons}", ctx, ec)
     if route.evidence is not None:
         reason = route.evidence.get("fallback_reason") or "the ledger recorded the TorchScript route"
-        return _comment_lines(f"dynamo=False (ledger: {reason})", ctx, ec)
+        return _pin_lines(f"dynamo=False (ledger: {reason})", ctx, ec)
     tag = "TODO(compat.migrate)" if any(c == "ONX101" for c, _ in route.pins) else "compat.migrate"
-    return _comment_lines(f"dynamo=False because {reasons}", ctx, ec, tag)
+    return _pin_lines(f"dynamo=False because {reasons}", ctx, ec, tag)
 
 
 def _enabled(ctx: Context, ec: ExportCall, code: str) -> bool:
@@ -62,7 +62,7 @@ def _via_compat(ctx: Context, ec: ExportCall, why: list[str], verdict: dict | No
     """Export through ``compat.export``: the one way to keep what only the shim does. The
     diff says why, in a comment above the call."""
     ref, imports = ctx.import_shim(ec.scope)
-    comment = _comment_lines(f"compat.export because {'; '.join(why)}", ctx, ec)
+    comment = _pin_lines(f"compat.export because {'; '.join(why)}", ctx, ec)
     edits: tuple[Edit, ...] = (Edit("func", ec.key, (f"{ref}.export",)),
                                *(Edit("comment", ec.key, (c,)) for c in comment), *imports)
     return Route(None, pin_edits=edits, via_compat=True, why=why, evidence=verdict)
@@ -75,6 +75,12 @@ def _comment_lines(text: str, ctx: Context, ec: ExportCall, tag: str = "compat.m
     width = max(99 - stmt.col_offset, 40)
     return textwrap.wrap(text, width, initial_indent=f"# {tag}: ", subsequent_indent="#   ",
                          break_on_hyphens=False, break_long_words=False)
+
+
+def _pin_lines(text: str, ctx: Context, ec: ExportCall, tag: str = "compat.migrate") -> list[str]:
+    """A pin's comment: why, then its expiry date when ``--pin-expires`` gave one (pins.py)."""
+    expires = ctx.facts.get("pin_expires")
+    return _comment_lines(text, ctx, ec, tag) + ([pins.expiry_line(expires)] if expires else [])
 
 
 def _serves_callers(ctx: Context, ec: ExportCall) -> str | None:

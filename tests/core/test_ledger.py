@@ -32,7 +32,7 @@ def test_records_for_ok_fallback_and_failure(models, small_net, tmp_path, monkey
     recs = _records(book)
     assert len(recs) == 3
     for rec in recs:
-        assert set(rec) == set(ledger.FIELDS) | set(ledger.SITE_FIELDS)
+        assert set(rec) == set(ledger.FIELDS) | set(ledger.SITE_FIELDS) | set(ledger.STAMP_FIELDS)
         assert rec["call_site"].startswith(__file__ + ":")
         # relative to the checkout's root (pyproject.toml): a moved checkout still matches
         assert rec["call_site_rel"] == "tests/core/test_ledger.py:" + rec["call_site"].rpartition(":")[2]

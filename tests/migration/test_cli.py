@@ -45,7 +45,9 @@ def test_json_schema(tmp_path, capsys):
     data = json.loads(out)
     assert rc == 1 and isinstance(data, list) and data
     for item in data:
-        assert set(item) == {"code", "path", "line", "column", "message", "fix_applicability"}
+        assert set(item) == {"code", "path", "line", "column", "message", "fix_applicability",
+                             # ruff's fields (tests/migration/test_ruff_formats.py)
+                             "filename", "location", "end_location", "fix", "url", "noqa_row"}
         assert item["fix_applicability"] in ("safe", "unsafe", "none")
         assert not item["message"].startswith(item["code"])  # the code is its own field
     assert {(d["code"], d["fix_applicability"]) for d in data} == {

@@ -4,6 +4,7 @@ Chromium: the page's text and the bars its charts draw."""
 from __future__ import annotations
 
 import html.parser
+import json
 import os
 import re
 import shutil
@@ -176,3 +177,55 @@ def test_screenshot_renders(runs: list[Path], tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     data = png.read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 20_000  # a page with charts, not a blank one
+
+
+_MEASURE = """<script>
+for (const t of document.querySelectorAll('svg text')) {
+  const box = t.getBBox(), svg = t.ownerSVGElement.getBoundingClientRect();
+  t.setAttribute('data-left', box.x.toFixed(1));
+  t.setAttribute('data-right', (box.x + box.width).toFixed(1));
+}
+for (const c of document.querySelectorAll('code, td')) {
+  const s = getComputedStyle(c);
+  c.setAttribute('data-break', s.wordBreak + ' ' + s.overflowWrap);
+}
+</script>"""
+
+
+@needs_chromium
+def test_rendered_progress_by_date_labels_whole_no_mid_word_breaks(runs: list[Path], tmp_path: Path) -> None:
+    dated = []
+    for day, path in zip(("2026-10-01", "2026-10-08", "2026-10-15"), runs):
+        copy = tmp_path / path.name
+        recs = list(ledger.read([path]))
+        if path == runs[0]:  # a call that also registered a custom symbolic: the longest label
+            recs.append({**recs[-1], "call_site": "symbolics.py:3", "warnings": ["ONX301"]})
+        copy.write_text("".join(json.dumps({**r, "recorded_at": f"{day}T03:00:00+00:00"}) + "\n" for r in recs))
+        dated.append(copy)
+    out = tmp_path / "report.html"
+    _html(dated[::-1], out)  # newest first on the command line
+    page = out.read_text(encoding="utf-8")
+    assert "oldest first by the date of its records" in page and "in the order given" not in page
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    run = _chromium("--dump-dom", measured.as_uri(), profile=tmp_path / "profile")
+    assert run.returncode == 0 and "data-left" in run.stdout, run.stderr[-2000:]
+    dom = _Dom()
+    dom.feed(run.stdout)
+    progress = [(b["data-run"], b["data-label"]) for b in dom.bars if b["data-chart"] == "progress"]
+    assert [r for r, _ in progress][0] == "run-1.jsonl" and [r for r, _ in progress][-1] == "run-3.jsonl"
+    burn = [(b["data-label"], int(b["data-value"])) for b in dom.bars if b["data-chart"] == "burn-down"]
+    assert [label for label, _ in burn] == ["2026-10-01 03:00 run-1.jsonl", "2026-10-08 03:00 run-2.jsonl",
+                                            "2026-10-15 03:00 run-3.jsonl"]
+    states = {(b["data-run"], b["data-label"]): int(b["data-value"]) for b in dom.bars
+              if b["data-chart"] == "call-sites"}
+    assert states and all(s in ("finished", "pinned", "on_shim") for _, s in states)
+    # every chart label starts inside the chart (an ONX code is never clipped to "NX301")
+    lefts = [float(v) for v in re.findall(r'data-left="(-?[\d.]+)"', run.stdout)]
+    assert lefts and min(lefts) >= 0
+    # the labels of the warnings chart start with their whole code
+    labels = re.findall(r'<text[^>]*data-left="[^"]*"[^>]*>(ONX\d{3}[^<]*)<title>', run.stdout)
+    assert any(t.startswith("ONX301 ") for t in labels)
+    # table cells and code wrap between words (long paths anywhere), never break-all mid-word
+    breaks = set(re.findall(r'data-break="([^"]+)"', run.stdout))
+    assert breaks and not any(b.startswith("break-all") for b in breaks)

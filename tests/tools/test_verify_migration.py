@@ -129,11 +129,14 @@ def test_an_overwritten_output_cannot_be_compared(runs, tmp_path, capsys):
     copy.write_bytes(Path(rec["output"]).read_bytes() + b"\0")  # changed since the record
     rec["output"] = str(copy)
     rec["output_files"]["model"]["path"] = str(copy)
+    # a later export of the same run wrote that file (a script that edits its own file is no
+    # overwrite: tests/tools/test_verify_migration_explains.py)
+    later = {**rec, "call_site": rec["call_site"].rsplit(":", 1)[0] + ":99"}
     ledger = tmp_path / "old.jsonl"
-    ledger.write_text(json.dumps(rec) + "\n")
+    ledger.write_text(json.dumps(rec) + "\n" + json.dumps(later) + "\n")
     assert verify_migration.main([str(ledger), str(runs / "good.jsonl")]) == 1
     out = capsys.readouterr().out
-    assert "CANNOT COMPARE" in out and "old run's output changed since it was recorded" in out
+    assert "CANNOT COMPARE" in out and "old run's output was overwritten by a later export" in out
     assert str(copy) in out
 
 
