@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass, field
 
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
@@ -17,25 +16,8 @@ from .. import evidence
 from ..analysis import Context, ExportCall, literal
 from ..model import Edit
 from ..registry import register
-from . import onx1, onx2
-
-
-@dataclass
-class Route:
-    """The route of one export call: written (``explicit``) or decided by the rewriter."""
-
-    dynamo: bool | None  # None: unknown (non-literal dynamo= or **kwargs that may carry it)
-    explicit: bool = False
-    pins: list[tuple[str, str]] = field(default_factory=list)  # (code, reason) for dynamo=False
-    pin_edits: tuple[Edit, ...] = ()  # the edits that write the decision
-    via_compat: bool = False
-    why: list[str] = field(default_factory=list)  # why the call stays on compat.export
-    evidence: dict | None = None
-    from_ledger: bool = False
-    blocked: bool = False  # the route this tool would pin failed at this call site (ledger)
-    old_torch: bool = False  # --target-torch older than dynamo=: the route cannot be written
-    undecided: str = ""  # the ledger holds too few records of this call site to decide
-    convert: str = ""  # the opset compat.convert_opset brings the written file down to
+from . import axes
+from .route import Route, pin_reason, translated_pins
 
 
 def _comment(ctx: Context, ec: ExportCall, route: Route) -> list[str]:
@@ -212,7 +194,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         return _via_compat(ctx, ec, ["custom symbolics in this file (compat.export honours them)"])
     if ctx.before_dynamo_keyword():
         return Route(None, old_torch=True)
-    pins = [(code, why) for code, why in onx2.pin_reason(ctx, ec) + onx1.pin_reason(ctx, ec)
+    pins = [(code, why) for code, why in pin_reason(ctx, ec)
             if _enabled(ctx, ec, code)]  # a suppressed finding makes no decision either
     opset = literal(ec.options["opset_version"].value) if "opset_version" in ec.options else None
     if isinstance(opset, int) and not isinstance(opset, bool) and opset < DYNAMO_MIN_OPSET:
@@ -230,7 +212,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         if reasons:  # plain torch cannot do what the shim did for one of its models
             return _via_compat(ctx, ec, reasons, verdict)
     if taken == "dynamo":
-        kept = [(code, why) for code, why in onx1.translated_pins(ctx, ec)
+        kept = [(code, why) for code, why in translated_pins(ctx, ec)
                 if _enabled(ctx, ec, code)]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
             return _via_compat(ctx, ec, [("the shim translated options plain torch ignores and "
@@ -245,8 +227,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
             route.blocked = True  # the ledger shows this route failing here: pin nothing
     if route.dynamo:  # plain torch must write what the shim wrote
         clear = site is not None and taken == "dynamo"  # its records show the binding agreed
-        problems = [p for p in (None if clear else onx1.dict_inputs_problem(ctx, ec),
-                                onx1.plain_dims_problem(ctx, ec, site)) if p]
+        problems = [p for p in (None if clear else axes.dict_inputs_problem(ctx, ec),
+                                axes.plain_dims_problem(ctx, ec, site)) if p]
         route.convert, why = _opset_step(ctx, ec, site)
         problems += [why] if why else []
         if problems:
