@@ -17,7 +17,7 @@ from ..analysis import Context, ExportCall, literal
 from ..model import Edit
 from ..registry import register
 from . import axes
-from .route import Route, pin_reason, translated_pins
+from .route import Route, pin_reason, symbolic_names, translated_pins
 
 
 def _comment(ctx: Context, ec: ExportCall, route: Route) -> list[str]:
@@ -191,7 +191,10 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     if ec.dynamo_maybe_in_kwargs:
         return Route(None, explicit=True)
     if ec.custom_symbolics:
-        return _via_compat(ctx, ec, ["custom symbolics in this file (compat.export honours them)"])
+        names = ", ".join(symbolic_names(ctx)) or "registered elsewhere"
+        why = (f"custom symbolics in this file (compat.export honours them: {names}); "
+               "translating them is a later step")
+        return _via_compat(ctx, ec, [why])
     if ctx.before_dynamo_keyword():
         return Route(None, old_torch=True)
     pins = [(code, why) for code, why in pin_reason(ctx, ec)

@@ -6,6 +6,7 @@ The rule families import this module, never each other (no import circle among t
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 
@@ -122,3 +123,24 @@ def _axes_reason(ctx: Context, ec: ExportCall) -> str:
                 "write dynamic_shapes")
     return ("dynamic_axes cannot be mapped to the inputs (kwargs, a trailing dict or *args in "
             "args, or names that are not inputs); write dynamic_shapes")
+
+
+def symbolic_names(ctx: Context) -> list[str]:
+    """The custom symbolics of the module, as a comment names them: ``relu_as_max (::relu)`` for
+    a ``register_custom_op_symbolic`` call, ``ScaledTanh.symbolic`` for an ``autograd.Function``
+    with one (searched once per module, only in modules that have symbolics)."""
+    if "symbolic_names" not in ctx.facts:
+        out: list[str] = []
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) \
+                    and (node.func.attr if isinstance(node.func, ast.Attribute)
+                         else node.func.id) == "register_custom_op_symbolic" and len(node.args) >= 2:
+                op = literal(node.args[0])
+                name = ctx.src(node.args[1])
+                out.append(f"{name} ({op})" if isinstance(op, str) else name)
+            elif isinstance(node, ast.ClassDef) and any(
+                    isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "symbolic"
+                    for s in node.body):
+                out.append(f"{node.name}.symbolic")
+        ctx.facts["symbolic_names"] = list(dict.fromkeys(out))
+    return ctx.facts["symbolic_names"]

@@ -159,7 +159,8 @@ def test_shim_import_is_the_installed_name_or_reused(imported, ref) -> None:
     assert rw(SYMBOLIC_EXPORT, header=header) == (
         f"{added}{ref}.register_custom_op_symbolic('::gelu', g, 1)\n"
         "# compat.migrate: compat.export because custom symbolics in this file (compat.export "
-        f"honours them)\n{ref}.export(m, x, f)\n")
+        "honours them:\n"
+        f"#   g (::gelu)); translating them is a later step\n{ref}.export(m, x, f)\n")
 
 
 SYMBOLIC_CLASS = ("class F(torch.autograd.Function):\n"
