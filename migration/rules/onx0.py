@@ -129,12 +129,10 @@ def _path_expr(ctx: Context, ec: ExportCall, node: ast.expr, named_ok: bool) -> 
 def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
                 ) -> tuple[str, str]:
     """``(opset, "")``: the call needs ``compat.convert_opset(f, opset, out=f)`` after it to be
-    written at the opset it asks for on plain torch (the ledger shows the shim converting down,
-    or the opset is not a literal: torch's own conversion may leave the model at opset 18);
-    ``("", why)`` when the call stays on ``compat.export`` instead: the step cannot be written
-    here, or the shim's conversion rewrote nodes (torch's own converter may fail there and the
-    step would convert the file after the call, which is not the model ``compat run --observe``
-    records for it: compat.export converts inside the call); ``("", "")`` when none is needed."""
+    written at the opset it asks for on plain torch (torch exports opset 18 there, and its own
+    converter may fail or leave the model at 18; the step runs the shim's conversion, and
+    ``compat run --observe`` records the file as the step leaves it, part of the call site);
+    ``("", why)`` when the step cannot be written here; ``("", "")`` when none is needed."""
     opt = ec.options.get("opset_version")
     if opt is None:
         return "", ""
@@ -146,9 +144,7 @@ def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
     opset = ctx.src(opt.value)
     stmt = ctx.block_statement(ec.node)
     named_ok = site is not None and site.written_to_files()
-    if site is not None and site.converted_down(changing_nodes=True):
-        where = "the shim's down-conversion rewrote nodes here (compat.export converts inside the call)"
-    elif ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
+    if ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
         where = "f is not a path this tool can pass to compat.convert_opset again"
     elif not isinstance(stmt, ast.Expr):
         where = "the call is not a statement of its own (its result is used)"
@@ -170,8 +166,13 @@ def _convert_edits(ctx: Context, ec: ExportCall, opset: str) -> tuple[Edit, ...]
         pad = " " * (len(ref) + len(".convert_opset("))
         line = f"{ref}.convert_opset({f}, {opset},\n{pad}out={f})"
     why = _comment_lines(f"torch exports opset {DYNAMO_MIN_OPSET} here; compat.convert_opset "
-                         f"keeps opset_version={opset}", ctx, ec)
-    return (Edit("follow", ec.key, (line,)), *(Edit("comment", ec.key, (c,)) for c in why),
+                         f"brings the file down to opset_version={opset}", ctx, ec)
+    # a known opset below 18 is exported at 18 (torch's own converter would run otherwise, and
+    # the step would find the file at the opset already); a computed one may be 18 or more
+    value = literal(ec.options["opset_version"].value)
+    at18 = (Edit("set", ec.key, ("opset_version", str(DYNAMO_MIN_OPSET))),) \
+        if isinstance(value, int) and not isinstance(value, bool) else ()
+    return (*at18, Edit("follow", ec.key, (line,)), *(Edit("comment", ec.key, (c,)) for c in why),
             *imports)
 
 
@@ -199,15 +200,16 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         return Route(None, old_torch=True)
     pins = [(code, why) for code, why in pin_reason(ctx, ec)
             if _enabled(ctx, ec, code)]  # a suppressed finding makes no decision either
-    opset = literal(ec.options["opset_version"].value) if "opset_version" in ec.options else None
-    if isinstance(opset, int) and not isinstance(opset, bool) and opset < DYNAMO_MIN_OPSET:
-        why = (f"opset_version={opset} is below {DYNAMO_MIN_OPSET}, the lowest opset the "
-               "torch.export exporter builds")
-        pins.append(("ONX001", why))
     verdict = ctx.evidence_for(ec.node)
     site = evidence.site(verdict)
     if site is not None and not site.ok:
         site = None  # only failed records: they say which routes not to pin
+    opset = literal(ec.options["opset_version"].value) if "opset_version" in ec.options else None
+    if isinstance(opset, int) and not isinstance(opset, bool) and opset < DYNAMO_MIN_OPSET \
+            and not _opset_step(ctx, ec, site)[0]:  # no convert_opset step can follow here
+        why = (f"opset_version={opset} is below {DYNAMO_MIN_OPSET}, the lowest opset the "
+               "torch.export exporter builds")
+        pins.append(("ONX001", why))
     taken = verdict.get("route_taken") if verdict is not None else None
     failed = set(verdict.get("failed_routes") or ()) if verdict is not None else set()
     if site is not None:
