@@ -119,9 +119,30 @@ def dynamic_shapes_code(ctx: Context, ec: ExportCall, auto: str = "torch.export.
     return "(" + ", ".join(entries) + ("," if len(entries) == 1 else "") + ")"
 
 
-def plain_dims_problem(ctx: Context, ec: ExportCall, site: evidence.Site | None) -> str | None:
+def output_dim_names(ctx: Context, ec: ExportCall) -> str | None:
+    """``{"out": {0: "out_rows"}}`` (code) for literal ``dynamic_axes`` naming output axes no
+    input axis names, which plain torch names after the inputs' dims they derive from: what a
+    ``compat.name_dims`` step after the export sets (issue 30.2); None when none is needed."""
+    if "dynamic_axes" not in ec.options or _inputs_mapping(ctx, ec) is not None:
+        return None
+    found = _literal_axes(ctx, ec)
+    if found is None:
+        return None
+    inputs, outputs = found
+    known = {n for axes in inputs if axes for n in axes.values()}
+    if not {n for axes in outputs.values() for n in axes.values()} - known:
+        return None
+    q = _quote(ctx, ec)
+    return "{" + ", ".join(
+        f"{q}{out}{q}: {{" + ", ".join(f"{a}: {q}{n}{q}" for a, n in axes.items()) + "}"
+        for out, axes in outputs.items()) + "}"
+
+
+def plain_dims_problem(ctx: Context, ec: ExportCall, site: evidence.Site | None,
+                       names_step: bool = False) -> str | None:
     """Why ``dynamic_shapes`` on plain torch would not write the dims the shim wrote for this
-    call's ``dynamic_axes`` (None: it does, or there are none)."""
+    call's ``dynamic_axes`` (None: it does, or there are none); with ``names_step`` a
+    ``compat.name_dims`` step follows the call (output axes named on their own are no problem)."""
     opt = ec.options.get("dynamic_axes")
     if opt is None or literal(opt.value) is None or literal(opt.value) == {}:
         return None
@@ -144,7 +165,7 @@ def plain_dims_problem(ctx: Context, ec: ExportCall, site: evidence.Site | None)
     inputs, outputs = found
     known = {n for axes in inputs if axes for n in axes.values()}
     named = sorted({n for axes in outputs.values() for n in axes.values()} - known)
-    if named:
+    if named and not names_step:
         return (f"output axes named {named}, which no input axis is: plain torch names an "
                 "output's dims after the inputs' it derives from")
     return None

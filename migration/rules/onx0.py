@@ -126,6 +126,17 @@ def _path_expr(ctx: Context, ec: ExportCall, node: ast.expr, named_ok: bool) -> 
     return False
 
 
+def _step_blocker(ctx: Context, ec: ExportCall, site: evidence.Site | None) -> str:
+    """Why no post-step (``compat.convert_opset``, ``compat.name_dims``) can follow the call
+    ("" when one can): it needs ``f`` again, and a call that is a statement of its own."""
+    named_ok = site is not None and site.written_to_files()
+    if ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
+        return "f is not a path this tool can pass to compat.convert_opset again"
+    if not isinstance(ctx.block_statement(ec.node), ast.Expr):
+        return "the call is not a statement of its own (its result is used)"
+    return ""
+
+
 def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
                 ) -> tuple[str, str]:
     """``(opset, "")``: the call needs ``compat.convert_opset(f, opset, out=f)`` after it to be
@@ -142,13 +153,8 @@ def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
     if value is None:
         return "", ""
     opset = ctx.src(opt.value)
-    stmt = ctx.block_statement(ec.node)
-    named_ok = site is not None and site.written_to_files()
-    if ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
-        where = "f is not a path this tool can pass to compat.convert_opset again"
-    elif not isinstance(stmt, ast.Expr):
-        where = "the call is not a statement of its own (its result is used)"
-    else:
+    where = _step_blocker(ctx, ec, site)
+    if not where:
         return opset, ""
     return "", (f"opset_version={opset} is below {DYNAMO_MIN_OPSET} (or may be), which plain "
                 f"torch may leave at {DYNAMO_MIN_OPSET}, and {where}")
@@ -173,6 +179,18 @@ def _convert_edits(ctx: Context, ec: ExportCall, opset: str) -> tuple[Edit, ...]
     at18 = (Edit("set", ec.key, ("opset_version", str(DYNAMO_MIN_OPSET))),) \
         if isinstance(value, int) and not isinstance(value, bool) else ()
     return (*at18, Edit("follow", ec.key, (line,)), *(Edit("comment", ec.key, (c,)) for c in why),
+            *imports)
+
+
+def _name_dims_edits(ctx: Context, ec: ExportCall, dims: str) -> tuple[Edit, ...]:
+    """``compat.name_dims(f, {...})`` right after the call: the output dims named as
+    ``dynamic_axes`` named them, where torch names them after the inputs'."""
+    ref, imports = ctx.import_shim(ec.scope)
+    f = ctx.src(ec.f)  # type: ignore[arg-type]
+    line = f"{ref}.name_dims({f}, {dims})"
+    why = _comment_lines("torch names output dims after the input dims they derive from; "
+                         "compat.name_dims writes the names dynamic_axes gave them", ctx, ec)
+    return (Edit("follow", ec.key, (line,)), *(Edit("comment", ec.key, (c,)) for c in why),
             *imports)
 
 
@@ -232,8 +250,11 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
             route.blocked = True  # the ledger shows this route failing here: pin nothing
     if route.dynamo:  # plain torch must write what the shim wrote
         clear = site is not None and taken == "dynamo"  # its records show the binding agreed
+        names = axes.output_dim_names(ctx, ec)
+        route.dim_names = names if names and not _step_blocker(ctx, ec, site) else ""
         problems = [p for p in (None if clear else axes.dict_inputs_problem(ctx, ec),
-                                axes.plain_dims_problem(ctx, ec, site)) if p]
+                                axes.plain_dims_problem(ctx, ec, site, bool(route.dim_names)))
+                    if p]
         route.convert, why = _opset_step(ctx, ec, site)
         problems += [why] if why else []
         if problems:
@@ -247,6 +268,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
             edits.append(Edit("add", ec.key, ("external_data", "False")))
+        if route.dim_names:
+            edits += _name_dims_edits(ctx, ec, route.dim_names)
         if route.convert:
             edits += _convert_edits(ctx, ec, route.convert)
     else:

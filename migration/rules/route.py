@@ -33,6 +33,7 @@ class Route:
     old_torch: bool = False  # --target-torch older than dynamo=: the route cannot be written
     undecided: str = ""  # the ledger holds too few records of this call site to decide
     convert: str = ""  # the opset compat.convert_opset brings the written file down to
+    dim_names: str = ""  # the dims compat.name_dims names in the written file (code)
 
 
 #: what keeps a value's meaning only off plain torch's torch.export route

@@ -33,12 +33,9 @@ SYMBOLIC = {"custom_op_symbolic.py": "relu_as_max", "autograd_symbolic.py": "Sca
 #: scripts this branch does not finish yet (each is a later item of issue 30)
 NOT_YET: dict[str, str] = {
     "aten_fallback.py": "30.5: operator_export_type=ONNX_ATEN_FALLBACK pins dynamo=False",
-    "combined_legacy.py": "30.1/30.2: opset 11 with nodes rewritten, output axes named",
     "opset13_helper.py": "30.7: a helper's opset and axes are parameters",
-    "output_axis_names.py": "30.2: output axes named on their own",
     "training_batchnorm.py": "30.4: training=TRAINING pins dynamo=False",
     "value_branch.py": "30.6: a baked branch keeps compat.export",
-    "yolo_like.py": "30.1/30.2: opset 12 with nodes rewritten, output axes named",
 }
 
 pytestmark = pytest.mark.slow
