@@ -235,7 +235,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         if reasons:  # plain torch cannot do what the shim did for one of its models
             return _via_compat(ctx, ec, reasons, verdict)
     if taken == "dynamo":
-        kept = [(code, why) for code, why in translated_pins(ctx, ec)
+        kept = [(code, why) for code, why in translated_pins(ctx, ec, site)
                 if _enabled(ctx, ec, code)]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
             return _via_compat(ctx, ec, [("the shim translated options plain torch ignores and "

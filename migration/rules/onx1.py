@@ -149,6 +149,12 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, edit, *add_route),
                      note="optimize= as the shim passes it on the torch.export route",
                      anchor=ec.node)
+        elif name == "operator_export_type" and route.from_ledger \
+                and evidence.site(route.evidence) is not None \
+                and evidence.site(route.evidence).no_aten_node():
+            ctx.emit(code, opt.value, "safe",
+                     ec.edits_for(opt, Edit("drop", k, (name,)), *add_route),
+                     note="the ledger shows no ATen node was needed", anchor=ec.node)
         elif not harmless(ctx, ec, opt):
             ctx.emit(code, opt.value, note="ignored with dynamo=True", anchor=ec.node)
         elif name == "dynamic_axes":

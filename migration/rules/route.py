@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from compat import catalog_facts as facts
 
+from .. import evidence
 from ..analysis import Context, ExportCall, Option, disposition, literal
 from ..model import Edit
 from .axes import dynamic_shapes_code
@@ -94,7 +95,8 @@ def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
     return scripted_pins(ctx, ec) + option_pins(ctx, ec)
 
 
-def translated_pins(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
+def translated_pins(ctx: Context, ec: ExportCall, site: evidence.Site | None = None
+                    ) -> list[tuple[str, str]]:
     """Options of a call the ledger shows exported on the shim's torch.export route whose
     values only the shim translates there (the catalog's "shim" values: ``training=TRAINING``,
     ``custom_opsets``, ...): plain torch ignores them on that route, so only ``dynamo=False``
@@ -108,6 +110,8 @@ def translated_pins(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
         found = disposition(opt)
         if found is None or found.kind not in _KEPT:
             continue
+        if name == "operator_export_type" and site is not None and site.no_aten_node():
+            continue  # the ledger shows no ATen node written: nothing for plain torch to keep
         why = (f"the shim translated {name}={ctx.src(opt.value)} on the torch.export route; "
                "plain torch ignores it there")
         out.append((found.code, why))
