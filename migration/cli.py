@@ -14,7 +14,7 @@ from typing import TextIO
 from compat import commands
 from compat.catalog import BY_CODE, is_code_prefix
 
-from . import output
+from . import outcome, output
 from .core import Options
 from .discovery import iter_files
 from .files import process_many
@@ -345,6 +345,9 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
                 n = sum(len(r.fixed) for r in results)
                 print(f"Fixed {n} finding(s) in {len(changed)} file(s); "
                       f"{len(findings)} remaining.")
+                states = outcome.summary(_texts(results))
+                if states:
+                    print(states)
             elif findings:
                 safe = sum(f.applicability == "safe" for f in findings)
                 unsafe = sum(f.applicability == "unsafe" for f in findings)
@@ -356,6 +359,16 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
     if args.exit_zero:
         status = 0
     return 2 if errors else status
+
+
+def _texts(results: list[FileResult]) -> list[str]:
+    """The Python text of each file as it stands after the run (notebooks are left out)."""
+    out = []
+    for r in results:
+        data = r.new_bytes if r.new_bytes is not None else r.old_bytes
+        if data is not None and not r.path.endswith(".ipynb"):
+            out.append(data.decode("utf-8", "replace"))
+    return out
 
 
 def _report_noqa(results: list[FileResult], errors: list[FileResult], args: argparse.Namespace
