@@ -7,6 +7,7 @@ the TorchScript exporter honours pins ``dynamo=False``; ledger evidence override
 from __future__ import annotations
 
 import ast
+import copy
 import textwrap
 
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
@@ -276,6 +277,63 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         edits += [Edit("comment", ec.key, (c,)) for c in _comment(ctx, ec, route)]
     route.pin_edits = tuple(edits)
     return route
+
+
+#: options a helper may take as parameters and the rewriter reads as its callers' values
+_CALLER_OPTIONS = ("opset_version", "dynamic_axes")
+
+
+def _callers_literal(ctx: Context, ec: ExportCall, node: ast.expr) -> ast.expr | None:
+    """The literal every caller in this module passes for parameter ``node`` of the function
+    holding the call (a default counts for a caller that passes none); None when the name is
+    no parameter, the function has no caller here, is referenced otherwise, or the callers
+    pass different or non-literal values."""
+    holder = ec.scope[-1] if ec.scope else None
+    if not isinstance(node, ast.Name) or not isinstance(holder, ast.FunctionDef):
+        return None
+    params = [a.arg for a in (*holder.args.posonlyargs, *holder.args.args)]
+    if node.id not in params:
+        return None
+    index = params.index(node.id)
+    defaults = dict(zip(params[len(params) - len(holder.args.defaults):], holder.args.defaults))
+    calls, seen = [], 0
+    for n in ast.walk(ctx.tree):
+        if isinstance(n, ast.Name) and n.id == holder.name:
+            seen += 1
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == holder.name:
+            calls.append(n)
+    if not calls or seen != len(calls):
+        return None
+    values = []
+    for call in calls:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        given = call.args[index] if index < len(call.args) else next(
+            (k.value for k in call.keywords if k.arg == node.id), defaults.get(node.id))
+        value = literal(given) if given is not None else ...
+        if value is ... or value is None:
+            return None
+        values.append((value, given))
+    if any(v != values[0][0] for v, _ in values):
+        return None
+    return values[0][1]
+
+
+@register("export", order=-10)
+def read_callers_values(ctx: Context, ec: ExportCall) -> None:
+    """A helper exporting with its parameters as ``opset_version``/``dynamic_axes`` migrates
+    once, with the value all its callers in this module pass (issue 30.7): the option reads as
+    that literal (its text stays the parameter's name)."""
+    for name in _CALLER_OPTIONS:
+        opt = ec.options.get(name)
+        if opt is None or literal(opt.value) is not ...:
+            continue
+        found = _callers_literal(ctx, ec, opt.value)
+        if found is not None:
+            value = copy.copy(found)
+            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                setattr(value, attr, getattr(opt.value, attr))
+            opt.value = value
 
 
 @register("route")

@@ -32,7 +32,6 @@ SYMBOLIC = {"custom_op_symbolic.py": "relu_as_max", "autograd_symbolic.py": "Sca
             "aten_override.py": "gelu_fast"}
 #: scripts this branch does not finish yet (each is a later item of issue 30)
 NOT_YET: dict[str, str] = {
-    "opset13_helper.py": "30.7: a helper's opset and axes are parameters",
     "training_batchnorm.py": "30.4: training=TRAINING pins dynamo=False",
     "value_branch.py": "30.6: a baked branch keeps compat.export",
 }
