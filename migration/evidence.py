@@ -77,6 +77,16 @@ class Site:
                 for route, m in by_route.items()) + ": no one plain route serves both")
         return out
 
+    def baked(self) -> list[dict]:
+        """The data-dependent branches the shim's draft capture baked (``{file, line, source}``
+        of each, over the records)."""
+        out: list[dict] = []
+        for r in self.ok:
+            for b in r.get("baked") or ():
+                if isinstance(b, dict) and b not in out:
+                    out.append(b)
+        return out
+
     def no_aten_node(self) -> bool:
         """Every dynamo record shows ATen fallback writing no ATen node: plain torch (which has
         no fallback) writes the same model without the option."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
 import textwrap
 
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
@@ -183,6 +184,38 @@ def _convert_edits(ctx: Context, ec: ExportCall, opset: str) -> tuple[Edit, ...]
             *imports)
 
 
+#: how ``evidence.shim_only`` says a record's branches were baked
+BAKED = "the shim baked data-dependent branches"
+
+
+def _draft_capture(ctx: Context, ec: ExportCall, site: evidence.Site) -> tuple[Edit, ...]:
+    """``exported_program = torch.export.draft_export(model, args)`` before the call, which then
+    exports that program: the explicit capture that bakes the branch the example takes, as the
+    shim's draft capture did, with a comment naming the baked lines (issue 30.6). Empty when it
+    cannot be written here (a model or args that are not plain expressions, keyword inputs,
+    dynamic axes, a call that is no statement of its own)."""
+    stmt = ctx.block_statement(ec.node)
+    if ec.model is None or ec.args is None or ec.node.args[:1] != [ec.model] or len(ec.node.args) < 2 \
+            or ec.node.args[1] is not ec.args or stmt is None or ec.star_args or ec.star_kwargs \
+            or {"kwargs", "dynamic_axes", "dynamic_shapes"} & set(ec.options) \
+            or isinstance(ec.args, (ast.Dict, ast.DictComp)):
+        return ()
+    torch_ref, imports = ctx.import_module("torch", ec.scope)
+    names = ctx.names()
+    program = next(n for n in ("exported_program", *(f"exported_program_{i}" for i in range(2, 99)))
+                   if n not in names)
+    args = ctx.src(ec.args)
+    args = args if isinstance(ec.args, ast.Tuple) else f"({args},)"
+    capture = f"{program} = {torch_ref}.export.draft_export({ctx.src(ec.model)}, {args})"
+    where = "; ".join(f"{os.path.basename(b.get('file') or '?')}:{b.get('line')} "
+                      f"`{b.get('source')}`" for b in site.baked())
+    why = _comment_lines(f"the model branches on a tensor's value ({where}); "
+                         "torch.export.draft_export bakes the branch the example takes, as the "
+                         "shim did; torch.cond keeps both", ctx, ec)
+    return (*(Edit("comment", ec.key, (c,)) for c in why), Edit("before", ec.key, (capture,)),
+            Edit("arg", ec.key, (0, program)), *imports)
+
+
 def _name_dims_edits(ctx: Context, ec: ExportCall, dims: str) -> tuple[Edit, ...]:
     """``compat.name_dims(f, {...})`` right after the call: the output dims named as
     ``dynamic_axes`` named them, where torch names them after the inputs'."""
@@ -231,8 +264,13 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         pins.append(("ONX001", why))
     taken = verdict.get("route_taken") if verdict is not None else None
     failed = set(verdict.get("failed_routes") or ()) if verdict is not None else set()
+    capture: tuple[Edit, ...] = ()
     if site is not None:
         reasons = site.keeps_shim()
+        if reasons and site.baked():
+            capture = _draft_capture(ctx, ec, site)
+            if capture:  # the explicit capture does what the shim's draft capture did
+                reasons = [r for r in reasons if not r.startswith(BAKED)]
         if reasons:  # plain torch cannot do what the shim did for one of its models
             return _via_compat(ctx, ec, reasons, verdict)
     if taken == "dynamo":
@@ -265,6 +303,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         if route.undecided:
             return route
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
+    if capture and route.dynamo:
+        edits += capture
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):

@@ -33,7 +33,6 @@ SYMBOLIC = {"custom_op_symbolic.py": "relu_as_max", "autograd_symbolic.py": "Sca
 #: scripts this branch does not finish yet (each is a later item of issue 30)
 NOT_YET: dict[str, str] = {
     "training_batchnorm.py": "30.4: training=TRAINING pins dynamo=False",
-    "value_branch.py": "30.6: a baked branch keeps compat.export",
 }
 
 pytestmark = pytest.mark.slow
