@@ -128,6 +128,10 @@ def _path_expr(ctx: Context, ec: ExportCall, node: ast.expr, named_ok: bool) -> 
     return False
 
 
+#: the lowest opset compat.convert_opset writes (dynamo.downconvert.LOWEST; a test keeps them equal)
+CONVERT_LOWEST = 11
+
+
 def _step_blocker(ctx: Context, ec: ExportCall, site: evidence.Site | None) -> str:
     """Why no post-step (``compat.convert_opset``, ``compat.name_dims``) can follow the call
     ("" when one can): it needs ``f`` again, and a call that is a statement of its own."""
@@ -156,6 +160,8 @@ def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
         return "", ""
     opset = ctx.src(opt.value)
     where = _step_blocker(ctx, ec, site)
+    if isinstance(value, int) and value < CONVERT_LOWEST:
+        where = f"compat.convert_opset writes opset {CONVERT_LOWEST} and up"
     if not where:
         return opset, ""
     return "", (f"opset_version={opset} is below {DYNAMO_MIN_OPSET} (or may be), which plain "

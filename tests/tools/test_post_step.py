@@ -88,3 +88,10 @@ def test_the_post_step_is_recorded_as_part_of_the_call_site(runs):
 def test_a_converted_plain_torch_export_verifies_as_the_shims_model(runs):
     rows = verify(str(runs / "old.jsonl"), str(runs / "new.jsonl"))
     assert len(rows) == 1 and all(r.verdict in PASSING for r in rows), to_text(rows, "old", "new")
+
+
+def test_the_rewriter_knows_the_lowest_opset_convert_opset_writes():
+    from dynamo.downconvert.base import LOWEST
+    from migration.rules.onx0 import CONVERT_LOWEST
+
+    assert CONVERT_LOWEST == LOWEST
