@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         unregister_custom_op_symbolic as unregister_custom_op_symbolic,
     )
     from compat.tools.convert_opset import convert_opset as convert_opset
+    from compat.tools.name_dims import name_dims as name_dims
     from compat.tools.parity import ParityReport as ParityReport
     from compat.tools.parity import compare as compare
     from compat.tools.patching import patch as patch

@@ -26,6 +26,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "ExportRequest": ("request", "ExportRequest"),
     "Outcome": ("request", "Outcome"),
     "convert_opset": ("tools.convert_opset", "convert_opset"),
+    "name_dims": ("tools.name_dims", "name_dims"),
 }
 #: modules that need the runtime extra (torch, onnx, ...): a missing extra is named before import
 NEEDS_RUNTIME = frozenset({"api", "tools.parity", "routing.registry", "tools.patching"})

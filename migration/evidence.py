@@ -77,6 +77,24 @@ class Site:
                 for route, m in by_route.items()) + ": no one plain route serves both")
         return out
 
+    def baked(self) -> list[dict]:
+        """The data-dependent branches the shim's draft capture baked (``{file, line, source}``
+        of each, over the records)."""
+        out: list[dict] = []
+        for r in self.ok:
+            for b in r.get("baked") or ():
+                if isinstance(b, dict) and b not in out:
+                    out.append(b)
+        return out
+
+    def no_aten_node(self) -> bool:
+        """Every dynamo record shows ATen fallback writing no ATen node: plain torch (which has
+        no fallback) writes the same model without the option."""
+        dynamo = [r for r in self.ok if r.get("route_taken") == "dynamo"]
+        return bool(dynamo) and len(dynamo) == len(self.ok) and all(
+            any(t.get("option") == "operator_export_type" and "no ATen node" in str(t.get("action"))
+                for t in r.get("translations") or ()) for r in dynamo)
+
     def converted_down(self, changing_nodes: bool = False) -> list[int]:
         """The opsets the shim built at the torch.export route's and converted down to itself;
         with ``changing_nodes`` only those whose conversion rewrote or relabelled a node (where

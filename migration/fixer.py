@@ -2,7 +2,8 @@
 
 Edit kinds (``Edit.kind``), keyed by the start of the node they target:
 on a call: ``to_kw`` (index, name), ``rename`` (old, new), ``set`` (name, code), ``drop`` (name),
-``add`` (name, code), ``func`` (code), ``dynamo_export`` (func code); on the statement holding the
+``add`` (name, code), ``func`` (code), ``dynamo_export`` (func code), ``arg`` (index, code: a
+positional argument replaced); on the statement holding the
 call: ``before`` / ``after`` (statement code; ``follow``: right after the call, before the
 ``after`` ones), ``comment`` (text); ``with_unwrap`` (statement code)
 on a With; ``importfrom_module`` (module) on an ImportFrom; ``drop_import`` (the bound name) on
@@ -20,7 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from . import unused_imports
 from .model import Edit, Key
 
-_CALL_ORDER = ("to_kw", "rename", "set", "drop", "add", "func", "dynamo_export")
+_CALL_ORDER = ("to_kw", "arg", "rename", "set", "drop", "add", "func", "dynamo_export")
 _NO_SPACE = cst.AssignEqual(
     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
 )
@@ -187,6 +188,10 @@ def _apply_call(call: cst.Call, edits: Sequence[Edit], gone: list[str], shift: i
                 i = _find(args, e.args[0])
                 if i is not None and _find(args, e.args[1]) is None:
                     args[i] = args[i].with_changes(keyword=cst.Name(e.args[1]))
+            elif kind == "arg":  # the positional argument at index args[0] becomes args[1]
+                if e.args[0] < len(args) and args[e.args[0]].keyword is None:
+                    args[e.args[0]] = args[e.args[0]].with_changes(
+                        value=cst.parse_expression(e.args[1]))
             elif kind == "set":
                 i = _find(args, e.args[0])
                 if i is not None:

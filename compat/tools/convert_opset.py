@@ -106,6 +106,9 @@ def convert(model_or_path: Any, opset: Any, out: Any = None) -> tuple[onnx.Model
         ir.external_data.load_to_model(converted)
     if out is not None:
         _save(converted, out, external)
+        observing = sys.modules.get("compat.tools.observe")
+        if observing is not None:  # ``compat run --observe``: the step is part of the call site
+            observing.post_step(out, f"convert_opset(opset={opset})")
     import onnx
 
     if large:

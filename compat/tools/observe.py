@@ -7,6 +7,11 @@ output's fingerprint and the example inputs' shapes (``compat.records.output_fac
 raises, a failed record, then the error goes on unchanged. What ``verify-migration`` compares
 with the shim's ledger of the original code. ``compat.export`` calls keep their own behaviour and
 records.
+
+A post-step the migration writes right after the call (``compat.convert_opset(f, N, out=f)``)
+is part of the call site: when it rewrites the file an observed call wrote, a record of the same
+call site follows with the file as it is after the step (``post_step``), which
+``verify-migration`` compares in place of the call's own record.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ _installed: Callable[..., Any] | None = None
 #: this process's observed calls, for ``compat run``'s summary (bounded)
 calls: list[tuple[str, str, str | None]] = []  # (call site, status, output or error)
 MAX_CALLS = 1000
+#: the last ok record of each output file this process observed (for a post-step's record)
+_by_output: dict[str, dict[str, Any]] = {}
 
 
 def install() -> None:
@@ -131,6 +138,9 @@ def _record(ledger: str, site: str, original: Callable[..., Any], args: tuple[An
         except Exception as exc:  # noqa: BLE001 - never fail the user's call for a record
             record["notes"].append(f"output facts not recorded: {type(exc).__name__}: {exc}")
     ledger_file.append(ledger, record)
+    if output is not None and error is None:
+        with _lock:
+            _by_output[output] = dict(record, ledger=ledger)
     calls.append((site, record["status"], record["error"] or output))
     del calls[:-MAX_CALLS]
 
@@ -149,3 +159,24 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
         return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     text = repr(value)
     return text if len(text) <= 200 else text[:199] + "…"
+
+
+def post_step(out: str | os.PathLike[str], step: str) -> None:
+    """``out`` was rewritten by ``step`` (a post-step such as ``compat.convert_opset``) after an
+    observed call wrote it: record the call site again with the file as it is now."""
+    if _installed is None:
+        return
+    path = os.path.abspath(os.fspath(out))
+    with _lock:
+        last = _by_output.get(path)
+    if last is None:
+        return
+    ledger = last.pop("ledger")
+    record = dict(last, post_step=step, notes=[*last.get("notes", []), f"after {step}"])
+    try:
+        record["output_files"] = output_facts.fingerprint(path)
+    except OSError as exc:
+        record["notes"].append(f"output facts not recorded: {type(exc).__name__}: {exc}")
+    ledger_file.append(ledger, record)
+    with _lock:
+        _by_output[path] = dict(record, ledger=ledger)

@@ -75,8 +75,12 @@ def read_sites(path: str) -> dict[str, dict[int, Site]]:
             continue
         rel = split_site(rec.get("call_site_rel"))
         file = rel[0] if rel and rel[1] == site[1] else site[0]
-        by_line = out.setdefault(file, {})
-        by_line.setdefault(site[1], Site(file, site[1], site[0])).records.append(rec)
+        found = out.setdefault(file, {}).setdefault(site[1], Site(file, site[1], site[0]))
+        if rec.get("post_step") and found.records and _model_path(found.records[-1]) == _model_path(rec):
+            found.records[-1] = rec  # the call's file as its post-step left it (observe.post_step)
+            seen[_model_path(rec) or ""] = rec  # the step rewrote the call's own file: no overwrite
+            continue
+        found.records.append(rec)
         _mark_overwritten(rec, seen)
     return out
 

@@ -7,8 +7,9 @@ the TorchScript exporter honours pins ``dynamo=False``; ledger evidence override
 from __future__ import annotations
 
 import ast
+import copy
+import os
 import textwrap
-from dataclasses import dataclass, field
 
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
@@ -17,25 +18,8 @@ from .. import evidence, pins
 from ..analysis import Context, ExportCall, literal
 from ..model import Edit
 from ..registry import register
-from . import onx1, onx2
-
-
-@dataclass
-class Route:
-    """The route of one export call: written (``explicit``) or decided by the rewriter."""
-
-    dynamo: bool | None  # None: unknown (non-literal dynamo= or **kwargs that may carry it)
-    explicit: bool = False
-    pins: list[tuple[str, str]] = field(default_factory=list)  # (code, reason) for dynamo=False
-    pin_edits: tuple[Edit, ...] = ()  # the edits that write the decision
-    via_compat: bool = False
-    why: list[str] = field(default_factory=list)  # why the call stays on compat.export
-    evidence: dict | None = None
-    from_ledger: bool = False
-    blocked: bool = False  # the route this tool would pin failed at this call site (ledger)
-    old_torch: bool = False  # --target-torch older than dynamo=: the route cannot be written
-    undecided: str = ""  # the ledger holds too few records of this call site to decide
-    convert: str = ""  # the opset compat.convert_opset brings the written file down to
+from . import axes
+from .route import Route, pin_reason, symbolic_names, translated_pins
 
 
 def _comment(ctx: Context, ec: ExportCall, route: Route) -> list[str]:
@@ -150,15 +134,28 @@ def _path_expr(ctx: Context, ec: ExportCall, node: ast.expr, named_ok: bool) -> 
     return False
 
 
+#: the lowest opset compat.convert_opset writes (dynamo.downconvert.LOWEST; a test keeps them equal)
+CONVERT_LOWEST = 11
+
+
+def _step_blocker(ctx: Context, ec: ExportCall, site: evidence.Site | None) -> str:
+    """Why no post-step (``compat.convert_opset``, ``compat.name_dims``) can follow the call
+    ("" when one can): it needs ``f`` again, and a call that is a statement of its own."""
+    named_ok = site is not None and site.written_to_files()
+    if ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
+        return "f is not a path this tool can pass to compat.convert_opset again"
+    if not isinstance(ctx.block_statement(ec.node), ast.Expr):
+        return "the call is not a statement of its own (its result is used)"
+    return ""
+
+
 def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
                 ) -> tuple[str, str]:
     """``(opset, "")``: the call needs ``compat.convert_opset(f, opset, out=f)`` after it to be
-    written at the opset it asks for on plain torch (the ledger shows the shim converting down,
-    or the opset is not a literal: torch's own conversion may leave the model at opset 18);
-    ``("", why)`` when the call stays on ``compat.export`` instead: the step cannot be written
-    here, or the shim's conversion rewrote nodes (torch's own converter may fail there and the
-    step would convert the file after the call, which is not the model ``compat run --observe``
-    records for it: compat.export converts inside the call); ``("", "")`` when none is needed."""
+    written at the opset it asks for on plain torch (torch exports opset 18 there, and its own
+    converter may fail or leave the model at 18; the step runs the shim's conversion, and
+    ``compat run --observe`` records the file as the step leaves it, part of the call site);
+    ``("", why)`` when the step cannot be written here; ``("", "")`` when none is needed."""
     opt = ec.options.get("opset_version")
     if opt is None:
         return "", ""
@@ -168,15 +165,10 @@ def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
     if value is None:
         return "", ""
     opset = ctx.src(opt.value)
-    stmt = ctx.block_statement(ec.node)
-    named_ok = site is not None and site.written_to_files()
-    if site is not None and site.converted_down(changing_nodes=True):
-        where = "the shim's down-conversion rewrote nodes here (compat.export converts inside the call)"
-    elif ec.f is None or not _path_expr(ctx, ec, ec.f, named_ok):
-        where = "f is not a path this tool can pass to compat.convert_opset again"
-    elif not isinstance(stmt, ast.Expr):
-        where = "the call is not a statement of its own (its result is used)"
-    else:
+    where = _step_blocker(ctx, ec, site)
+    if isinstance(value, int) and value < CONVERT_LOWEST:
+        where = f"compat.convert_opset writes opset {CONVERT_LOWEST} and up"
+    if not where:
         return opset, ""
     return "", (f"opset_version={opset} is below {DYNAMO_MIN_OPSET} (or may be), which plain "
                 f"torch may leave at {DYNAMO_MIN_OPSET}, and {where}")
@@ -194,7 +186,56 @@ def _convert_edits(ctx: Context, ec: ExportCall, opset: str) -> tuple[Edit, ...]
         pad = " " * (len(ref) + len(".convert_opset("))
         line = f"{ref}.convert_opset({f}, {opset},\n{pad}out={f})"
     why = _comment_lines(f"torch exports opset {DYNAMO_MIN_OPSET} here; compat.convert_opset "
-                         f"keeps opset_version={opset}", ctx, ec)
+                         f"brings the file down to opset_version={opset}", ctx, ec)
+    # a known opset below 18 is exported at 18 (torch's own converter would run otherwise, and
+    # the step would find the file at the opset already); a computed one may be 18 or more
+    value = literal(ec.options["opset_version"].value)
+    at18 = (Edit("set", ec.key, ("opset_version", str(DYNAMO_MIN_OPSET))),) \
+        if isinstance(value, int) and not isinstance(value, bool) else ()
+    return (*at18, Edit("follow", ec.key, (line,)), *(Edit("comment", ec.key, (c,)) for c in why),
+            *imports)
+
+
+#: how ``evidence.shim_only`` says a record's branches were baked
+BAKED = "the shim baked data-dependent branches"
+
+
+def _draft_capture(ctx: Context, ec: ExportCall, site: evidence.Site) -> tuple[Edit, ...]:
+    """``exported_program = torch.export.draft_export(model, args)`` before the call, which then
+    exports that program: the explicit capture that bakes the branch the example takes, as the
+    shim's draft capture did, with a comment naming the baked lines (issue 30.6). Empty when it
+    cannot be written here (a model or args that are not plain expressions, keyword inputs,
+    dynamic axes, a call that is no statement of its own)."""
+    stmt = ctx.block_statement(ec.node)
+    if ec.model is None or ec.args is None or ec.node.args[:1] != [ec.model] or len(ec.node.args) < 2 \
+            or ec.node.args[1] is not ec.args or stmt is None or ec.star_args or ec.star_kwargs \
+            or {"kwargs", "dynamic_axes", "dynamic_shapes"} & set(ec.options) \
+            or isinstance(ec.args, (ast.Dict, ast.DictComp)):
+        return ()
+    torch_ref, imports = ctx.import_module("torch", ec.scope)
+    names = ctx.names()
+    program = next(n for n in ("exported_program", *(f"exported_program_{i}" for i in range(2, 99)))
+                   if n not in names)
+    args = ctx.src(ec.args)
+    args = args if isinstance(ec.args, ast.Tuple) else f"({args},)"
+    capture = f"{program} = {torch_ref}.export.draft_export({ctx.src(ec.model)}, {args})"
+    where = "; ".join(f"{os.path.basename(b.get('file') or '?')}:{b.get('line')} "
+                      f"`{b.get('source')}`" for b in site.baked())
+    why = _comment_lines(f"the model branches on a tensor's value ({where}); "
+                         "torch.export.draft_export bakes the branch the example takes, as the "
+                         "shim did; torch.cond keeps both", ctx, ec)
+    return (*(Edit("comment", ec.key, (c,)) for c in why), Edit("before", ec.key, (capture,)),
+            Edit("arg", ec.key, (0, program)), *imports)
+
+
+def _name_dims_edits(ctx: Context, ec: ExportCall, dims: str) -> tuple[Edit, ...]:
+    """``compat.name_dims(f, {...})`` right after the call: the output dims named as
+    ``dynamic_axes`` named them, where torch names them after the inputs'."""
+    ref, imports = ctx.import_shim(ec.scope)
+    f = ctx.src(ec.f)  # type: ignore[arg-type]
+    line = f"{ref}.name_dims({f}, {dims})"
+    why = _comment_lines("torch names output dims after the input dims they derive from; "
+                         "compat.name_dims writes the names dynamic_axes gave them", ctx, ec)
     return (Edit("follow", ec.key, (line,)), *(Edit("comment", ec.key, (c,)) for c in why),
             *imports)
 
@@ -215,28 +256,37 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     if ec.dynamo_maybe_in_kwargs:
         return Route(None, explicit=True)
     if ec.custom_symbolics:
-        return _via_compat(ctx, ec, ["custom symbolics in this file (compat.export honours them)"])
+        names = ", ".join(symbolic_names(ctx)) or "registered elsewhere"
+        why = (f"custom symbolics in this file (compat.export honours them: {names}); "
+               "translating them is a later step")
+        return _via_compat(ctx, ec, [why])
     if ctx.before_dynamo_keyword():
         return Route(None, old_torch=True)
-    pins = [(code, why) for code, why in onx2.pin_reason(ctx, ec) + onx1.pin_reason(ctx, ec)
+    pins = [(code, why) for code, why in pin_reason(ctx, ec)
             if _enabled(ctx, ec, code)]  # a suppressed finding makes no decision either
-    opset = literal(ec.options["opset_version"].value) if "opset_version" in ec.options else None
-    if isinstance(opset, int) and not isinstance(opset, bool) and opset < DYNAMO_MIN_OPSET:
-        why = (f"opset_version={opset} is below {DYNAMO_MIN_OPSET}, the lowest opset the "
-               "torch.export exporter builds")
-        pins.append(("ONX001", why))
     verdict = ctx.evidence_for(ec.node)
     site = evidence.site(verdict)
     if site is not None and not site.ok:
         site = None  # only failed records: they say which routes not to pin
+    opset = literal(ec.options["opset_version"].value) if "opset_version" in ec.options else None
+    if isinstance(opset, int) and not isinstance(opset, bool) and opset < DYNAMO_MIN_OPSET \
+            and not _opset_step(ctx, ec, site)[0]:  # no convert_opset step can follow here
+        why = (f"opset_version={opset} is below {DYNAMO_MIN_OPSET}, the lowest opset the "
+               "torch.export exporter builds")
+        pins.append(("ONX001", why))
     taken = verdict.get("route_taken") if verdict is not None else None
     failed = set(verdict.get("failed_routes") or ()) if verdict is not None else set()
+    capture: tuple[Edit, ...] = ()
     if site is not None:
         reasons = site.keeps_shim()
+        if reasons and site.baked():
+            capture = _draft_capture(ctx, ec, site)
+            if capture:  # the explicit capture does what the shim's draft capture did
+                reasons = [r for r in reasons if not r.startswith(BAKED)]
         if reasons:  # plain torch cannot do what the shim did for one of its models
             return _via_compat(ctx, ec, reasons, verdict)
     if taken == "dynamo":
-        kept = [(code, why) for code, why in onx1.translated_pins(ctx, ec)
+        kept = [(code, why) for code, why in translated_pins(ctx, ec, site)
                 if _enabled(ctx, ec, code)]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
             return _via_compat(ctx, ec, [("the shim translated options plain torch ignores and "
@@ -251,8 +301,11 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
             route.blocked = True  # the ledger shows this route failing here: pin nothing
     if route.dynamo:  # plain torch must write what the shim wrote
         clear = site is not None and taken == "dynamo"  # its records show the binding agreed
-        problems = [p for p in (None if clear else onx1.dict_inputs_problem(ctx, ec),
-                                onx1.plain_dims_problem(ctx, ec, site)) if p]
+        names = axes.output_dim_names(ctx, ec)
+        route.dim_names = names if names and not _step_blocker(ctx, ec, site) else ""
+        problems = [p for p in (None if clear else axes.dict_inputs_problem(ctx, ec),
+                                axes.plain_dims_problem(ctx, ec, site, bool(route.dim_names)))
+                    if p]
         route.convert, why = _opset_step(ctx, ec, site)
         problems += [why] if why else []
         if problems:
@@ -262,16 +315,77 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         if route.undecided:
             return route
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
+    if capture and route.dynamo:
+        edits += capture
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
             edits.append(Edit("add", ec.key, ("external_data", "False")))
+        if route.dim_names:
+            edits += _name_dims_edits(ctx, ec, route.dim_names)
         if route.convert:
             edits += _convert_edits(ctx, ec, route.convert)
     else:
         edits += [Edit("comment", ec.key, (c,)) for c in _comment(ctx, ec, route)]
     route.pin_edits = tuple(edits)
     return route
+
+
+#: options a helper may take as parameters and the rewriter reads as its callers' values
+_CALLER_OPTIONS = ("opset_version", "dynamic_axes")
+
+
+def _callers_literal(ctx: Context, ec: ExportCall, node: ast.expr) -> ast.expr | None:
+    """The literal every caller in this module passes for parameter ``node`` of the function
+    holding the call (a default counts for a caller that passes none); None when the name is
+    no parameter, the function has no caller here, is referenced otherwise, or the callers
+    pass different or non-literal values."""
+    holder = ec.scope[-1] if ec.scope else None
+    if not isinstance(node, ast.Name) or not isinstance(holder, ast.FunctionDef):
+        return None
+    params = [a.arg for a in (*holder.args.posonlyargs, *holder.args.args)]
+    if node.id not in params:
+        return None
+    index = params.index(node.id)
+    defaults = dict(zip(params[len(params) - len(holder.args.defaults):], holder.args.defaults))
+    calls, seen = [], 0
+    for n in ast.walk(ctx.tree):
+        if isinstance(n, ast.Name) and n.id == holder.name:
+            seen += 1
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == holder.name:
+            calls.append(n)
+    if not calls or seen != len(calls):
+        return None
+    values = []
+    for call in calls:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        given = call.args[index] if index < len(call.args) else next(
+            (k.value for k in call.keywords if k.arg == node.id), defaults.get(node.id))
+        value = literal(given) if given is not None else ...
+        if value is ... or value is None:
+            return None
+        values.append((value, given))
+    if any(v != values[0][0] for v, _ in values):
+        return None
+    return values[0][1]
+
+
+@register("export", order=-10)
+def read_callers_values(ctx: Context, ec: ExportCall) -> None:
+    """A helper exporting with its parameters as ``opset_version``/``dynamic_axes`` migrates
+    once, with the value all its callers in this module pass (issue 30.7): the option reads as
+    that literal (its text stays the parameter's name)."""
+    for name in _CALLER_OPTIONS:
+        opt = ec.options.get(name)
+        if opt is None or literal(opt.value) is not ...:
+            continue
+        found = _callers_literal(ctx, ec, opt.value)
+        if found is not None:
+            value = copy.copy(found)
+            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                setattr(value, attr, getattr(opt.value, attr))
+            opt.value = value
 
 
 @register("route")

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import ast
 import json
-import re
-from typing import TYPE_CHECKING
 
 from compat import catalog_facts as facts
 
 from ..analysis import Context, ExportCall, Option, disposition, literal
 from ..model import Edit
 from ..registry import register
-
-if TYPE_CHECKING:
-    from .onx0 import Route
+from .route import Route
 
 #: removed options with a fix of their own; the others are dropped where the catalog says so
 _OWN_FIX = ("use_external_data_format", "enable_onnx_checker", "fallback", "aten")
@@ -144,18 +140,5 @@ def _aten(ctx: Context, ec: ExportCall, opt: Option) -> None:
     ctx.emit("ONX208", opt.value, note="aten= has no other modern spelling", anchor=ec.node)
 
 
-_SCRIPTED = re.compile(r"\bjit\s*\.\s*script\b|\bScriptModule\b|\bjit\s*\.\s*load\b")
 
 
-def pin_reason(ctx: Context, ec: ExportCall) -> list[tuple[str, str]]:
-    """A scripted model's export needs the TorchScript exporter: (code, reason). The options'
-    own needs are the catalog's (``onx1.pin_reason``)."""
-    out = []
-    if "scripted" not in ctx.facts:  # a per-file fact: searched once, not once per call
-        ctx.facts["scripted"] = bool(_SCRIPTED.search(ctx.text))
-    if "example_outputs" in ec.options and ctx.facts["scripted"]:
-        # example_outputs was required for ScriptModules; plain modules only traced, which
-        # torch.export does as well, so the option is simply dropped for them
-        why = f"example_outputs= with a ScriptModule in this file ({facts.SCRIPT_MODEL_REASON})"
-        out.append(("ONX201", why))
-    return out

@@ -162,6 +162,11 @@ def test_ledger_and_rewriter_agree_with_the_catalog(option, case, src, tmp_path,
         assert ours and not any("dropped" in t["action"] for t in ours), ours
         assert found.reason(src).split(" is ", 1)[0] == kept
         assert f"dynamo=False because {found.reason(src)}" in plain_out
+        if any("no ATen node" in t["action"] for t in ours):
+            # ATen fallback that wrote no ATen node: plain torch writes the same model (30.5)
+            assert "dynamo=True" in ledger_out and f"{option}=" not in ledger_out, ledger_out
+            assert all(token in plain_out for token in _kept_as(case, kept)), plain_out
+            return
         assert ("dynamo=False" in ledger_out or "compat.export(" in ledger_out), ledger_out
         for out in (plain_out, ledger_out):
             assert all(token in out for token in _kept_as(case, kept)), (case.rewrite, out)

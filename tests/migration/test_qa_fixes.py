@@ -74,46 +74,50 @@ def test_eval_evident_through_with_block() -> None:
     assert rw(src, unused="TrainingMode") == "model.eval()\nwith torch.no_grad():\n    " + DYNAMO
 
 
-# 2. old opsets stay on the TorchScript exporter
-def test_old_opset_pins_torchscript() -> None:
+# 2. old opsets: exported at 18, then a visible compat.convert_opset step (issue 30.1); pinned
+# to the TorchScript exporter only where the step cannot follow
+def test_old_opset_exports_at_18_then_converts() -> None:
     src = "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
+    assert rw(src) == (
+        "import torch_onnx_compat as compat\n"
+        "# compat.migrate: torch exports opset 18 here; compat.convert_opset brings the file down to\n"
+        "#   opset_version=11\n"
+        "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18, dynamo=True, external_data=False)\n"
+        "compat.convert_opset('d.onnx', 11, out='d.onnx')\n")
+    src = "torch.onnx.export(model, (x,), path, opset_version=11)\n"  # path may be a file object
     assert rw(src) == (
         "# compat.migrate: dynamo=False because opset_version=11 is below 18, the lowest opset the\n"
         "#   torch.export exporter builds\n"
-        "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11, dynamo=False)\n")
+        "torch.onnx.export(model, (x,), path, opset_version=11, dynamo=False)\n")
     src = "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18)\n"
     assert rw(src) == "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18, dynamo=True, external_data=False)\n"
 
 
 def test_old_opset_follows_ledger_evidence() -> None:
-    src = H + "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
-    out, _, _, _ = fix_text(src, "t.py", Options(fix=True), evidence={3: {"route_taken": "dynamo"}})
-    # opset_version is never rewritten: compat.convert_opset keeps it (issue 18.1)
+    src = H + "torch.onnx.export(model, (x,), path, opset_version=11)\n"
+    out, _, _, _ = fix_text(src, "t.py", Options(fix=True), evidence={
+        3: {"route_taken": "dynamo", "output": "/o/d.onnx"}})
     assert out == H + (
         "import torch_onnx_compat as compat\n"
-        "# compat.migrate: torch exports opset 18 here; compat.convert_opset keeps "
-        "opset_version=11\n"
-        "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11, dynamo=True, "
-        "external_data=False)\n"
-        "compat.convert_opset('d.onnx', 11, out='d.onnx')\n")
+        "# compat.migrate: torch exports opset 18 here; compat.convert_opset brings the file down to\n"
+        "#   opset_version=11\n"
+        "torch.onnx.export(model, (x,), path, opset_version=18, dynamo=True, external_data=False)\n"
+        "compat.convert_opset(path, 11, out=path)\n")
 
 
-def test_old_opset_converted_with_rewritten_nodes_stays_on_compat_export() -> None:
-    """Where the shim's down-conversion rewrote nodes, torch's own converter may leave opset 18
-    and a conversion after the call is not what ``run --observe`` records: compat.export."""
+def test_old_opset_converted_with_rewritten_nodes_converts_after_the_call() -> None:
+    """The step runs the shim's own down-conversion, and ``run --observe`` records the file as
+    the step leaves it (part of the call site): rewritten nodes no longer keep compat.export."""
     src = H + "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
     action = ("11: built at 18, converted to 11 by compat's down-conversion ({} nodes rewritten, "
               "{} relabelled); IR version 6")
     record = {"route_taken": "dynamo", "model": "Net", "output": "/o/d.onnx",
               "translations": [{"code": "ONX001", "option": "opset_version"}]}
-    for counts, via_compat in (((2, 2), True), ((0, 1), True), ((0, 0), False)):
+    for counts in ((2, 2), (0, 1), (0, 0)):
         record["translations"][0]["action"] = action.format(*counts)
         out, _, _, _ = fix_text(src, "t.py", Options(fix=True), evidence={3: record})
-        assert "opset_version=11" in out and "opset_version=18" not in out
-        assert ("compat.export(model" in out) is via_compat, out
-        assert ("compat.convert_opset('d.onnx', 11, out='d.onnx')" in out) is not via_compat
-        if via_compat:
-            assert "down-conversion rewrote nodes here" in out
+        assert "opset_version=18, dynamo=True" in out and "compat.export(" not in out
+        assert "compat.convert_opset('d.onnx', 11, out='d.onnx')" in out
 
 
 # 3. training=None (torch 1.11 layout default) is EVAL
@@ -159,7 +163,8 @@ def test_shim_import_is_the_installed_name_or_reused(imported, ref) -> None:
     assert rw(SYMBOLIC_EXPORT, header=header) == (
         f"{added}{ref}.register_custom_op_symbolic('::gelu', g, 1)\n"
         "# compat.migrate: compat.export because custom symbolics in this file (compat.export "
-        f"honours them)\n{ref}.export(m, x, f)\n")
+        "honours them:\n"
+        f"#   g (::gelu)); translating them is a later step\n{ref}.export(m, x, f)\n")
 
 
 SYMBOLIC_CLASS = ("class F(torch.autograd.Function):\n"
@@ -326,13 +331,13 @@ def test_multiline_comments_drop_and_add() -> None:
 def test_multiline_comments_old_opset_pin() -> None:
     src = ("def f():\n"
            "    torch.onnx.export(\n"
-           "        m, (x,), 'n.onnx',\n"
+           "        m, (x,), path,\n"
            "        # keep the old doc strings\n"
            "        strip_doc_string=False,\n"
            "        opset_version=13,  # pinned for TensorRT 7\n"
            "    )\n")
     out = rw(src)
-    assert out.endswith("        m, (x,), 'n.onnx',\n"
+    assert out.endswith("        m, (x,), path,\n"
                         "        opset_version=13,  # pinned for TensorRT 7\n"
                         "        dynamo=False,\n"
                         "    )\n")

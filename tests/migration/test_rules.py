@@ -85,7 +85,8 @@ CASES = [
      "torch.onnx.export(m, x, f)\n",
      "import torch_onnx_compat as compat\ncompat.register_custom_op_symbolic('::gelu', g, 1)\n"
      "# compat.migrate: compat.export because custom symbolics in this file (compat.export "
-     "honours them)\n"
+     "honours them:\n"
+     "#   g (::gelu)); translating them is a later step\n"
      "compat.export(m, x, f)\n"),
 ]
 

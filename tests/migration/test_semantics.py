@@ -79,7 +79,7 @@ def test_ledger_of_only_failed_records_matches_without_warning(tmp_path, capsys,
                                                                monkeypatch) -> None:
     src = tmp_path / "pkg" / "t.py"
     src.parent.mkdir()
-    src.write_text("import torch\n\ntorch.onnx.export(m, (x,), 'm.onnx', opset_version=11)\n")
+    src.write_text("import torch\n\ntorch.onnx.export(m, (x,), path, opset_version=11)\n")
     ledger = tmp_path / "l.jsonl"
     ledger.write_text(json.dumps({"call_site": f"{src}:3", "status": "failed", "route_taken": None,
                                   "route_requested": "auto",
@@ -167,8 +167,9 @@ def test_module_constants_are_resolved_like_literals() -> None:
             torch.onnx.export(m, (x,), "b.onnx", input_names=NAMES, output_names=["y"],
                               dynamic_axes=AXES)
         """)
-    assert 'opset_version=OPSET_VERSION, dynamo=False)' in out
-    assert "opset_version=15 is below 18" in out
+    # a known opset below 18: exported at 18, then converted down by a visible step (issue 30.1)
+    assert 'opset_version=18, dynamo=True, external_data=False)' in out
+    assert 'compat.convert_opset("a.onnx", OPSET_VERSION, out="a.onnx")' in out
     assert 'dynamic_shapes=({0: "batch"},), dynamo=True' in out  # the axis name kept
 
 
@@ -293,12 +294,12 @@ def test_target_torch_below_2_5_never_writes_dynamo(capsys, tmp_path, monkeypatc
 
 def test_external_data_on_torchscript_route_moves_weights_after_export() -> None:
     out = fix("\ntorch.onnx.export(m, (x,), 'out/m.onnx', use_external_data_format=True, "
-              "opset_version=11)\n")
+              "custom_opsets={'d': 2})\n")
     assert out == (
         "import onnx\n\n"
-        "# compat.migrate: dynamo=False because opset_version=11 is below 18, the lowest opset the\n"
-        "#   torch.export exporter builds\n"
-        "torch.onnx.export(m, (x,), 'out/m.onnx', opset_version=11, dynamo=False)\n"
+        "# compat.migrate: dynamo=False because custom_opsets={'d': 2} is ignored by torch's torch.export\n"
+        "#   exporter (only compat.export translates it there)\n"
+        "torch.onnx.export(m, (x,), 'out/m.onnx', custom_opsets={'d': 2}, dynamo=False)\n"
         "onnx.save_model(onnx.load('out/m.onnx'), 'out/m.onnx', save_as_external_data=True, "
         "all_tensors_to_one_file=True, location=\"m.onnx.data\", size_threshold=0)\n")
 
@@ -403,7 +404,7 @@ def test_a_helpers_single_record_is_too_few_to_leave_the_shim() -> None:
     assert fix(src, {line: record}) == fix(src, {line: record}, select=("ONX001",))
     two = {"records": [record, {**record, "model": "GPT2Model"}], **record}
     out = fix(src, {line: two})
-    assert "opset_version=18" not in out and "opset_version=opset," in out  # never rewritten
+    assert "opset_version=18" not in out and "opset_version=opset," in out  # may be >= 18
     assert "compat.convert_opset(output.as_posix(), opset, out=output.as_posix())" in out
     assert "dynamic_shapes=dict(config.inputs)" in out and "dynamo=True" in out
 
@@ -420,10 +421,10 @@ def test_onnx_config_comprehension_without_matching_input_names_is_not_converted
 def test_ledger_evidence_follows_its_call_across_fix_rounds() -> None:
     # round 1 rewrites the first call (a comment line is inserted above it); the second call's
     # evidence (its TorchScript route failed) must still hold in the next rounds
-    src = ("\ntorch.onnx.export(m, (x,), 'a.onnx', opset_version=11, example_outputs=y)\n"
-           "torch.onnx.export(m, (x,), 'b.onnx', opset_version=11)\n")
+    src = ("\ntorch.onnx.export(m, (x,), a, opset_version=11, example_outputs=y)\n"
+           "torch.onnx.export(m, (x,), b, opset_version=11)\n")
     out = fix(src, {5: {"route_taken": None, "failed_routes": ["legacy"]}})
-    assert out.count(", dynamo=False)") == 1 and "'b.onnx', opset_version=11)\n" in out
+    assert out.count(", dynamo=False)") == 1 and "b, opset_version=11)\n" in out
 
 
 def test_unselected_option_still_decides_the_route_and_the_hint_names_it() -> None:

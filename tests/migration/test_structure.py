@@ -134,3 +134,20 @@ def test_a_listed_rule_module_without_hooks_is_an_error() -> None:
     idle = types.ModuleType("migration.rules.onx9")
     with pytest.raises(RuntimeError, match=r"without a registered hook: \['migration.rules.onx9'\]"):
         registry.collect([*FAMILIES.values(), idle])
+
+
+def test_rule_families_import_no_other_family_even_for_types() -> None:
+    """Shared facts of the families (``Route``, ``pin_reason``, the dynamic-axes reading) live in
+    modules of their own (issue 30): no family imports another, not even under TYPE_CHECKING."""
+    families = {m.__name__ for m in FAMILIES.values()}
+    for path in FILES:
+        module = _module(path)
+        if module not in families:
+            continue
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [f"migration.rules.{node.module}"] if node.module else \
+                    [f"migration.rules.{a.name}" for a in node.names]
+                found.update(n for n in names if n in families)
+        assert not found - {module}, f"{module} imports {sorted(found)}"
