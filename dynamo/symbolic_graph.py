@@ -17,6 +17,14 @@ import torch
 
 from compat import symbolic_ops
 
+from .symbolic_limits import (  # noqa: F401 (re-exported: the route and helpers use them)
+    REASON_ATEN,
+    REASON_BLOCKS,
+    REASON_FAILED,
+    REASON_RAW_GRAPH,
+    REASON_UNSUPPORTED,
+    LegacyOnly,
+)
 from .symbolic_values import (
     SymbolicNode,
     SymbolicType,
@@ -24,34 +32,6 @@ from .symbolic_values import (
     dtype_from_onnx,
     type_of_tensor,
 )
-
-
-class LegacyOnly(Exception):
-    """A construct our graph context cannot run on the torch.export route."""
-
-    def __init__(self, reason: str, construct: str, symbolic: str = "?") -> None:
-        self.reason = reason
-        self.construct = construct
-        self.symbolic = symbolic
-        super().__init__(self._text())
-
-    def _text(self) -> str:
-        return (f"symbolic {self.symbolic} uses {self.construct}, which the torch.export route "
-                "cannot run; use the TorchScript route (dynamo=False) where torch still has it, "
-                "or give the op a custom_translation_table entry")
-
-    def named(self, symbolic: str) -> LegacyOnly:
-        self.symbolic = symbolic
-        self.args = (self._text(),)
-        return self
-
-
-# reason classes (short and stable: the ledger groups by them)
-REASON_ATEN = "legacy symbolic uses ATen fallback"
-REASON_BLOCKS = "legacy symbolic builds blocks"
-REASON_RAW_GRAPH = "legacy symbolic uses raw _C.Graph methods"
-REASON_UNSUPPORTED = "legacy symbolic emits an unsupported construct"
-REASON_FAILED = "legacy symbolic failed in the graph context"
 
 
 def _wrapped_number(value: Any) -> torch.Tensor | None:

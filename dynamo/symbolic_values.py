@@ -189,14 +189,14 @@ class SymbolicNode:
         return []
 
     def addBlock(self) -> Any:
-        from .symbolic_graph import REASON_BLOCKS, LegacyOnly
+        from .symbolic_limits import REASON_BLOCKS, LegacyOnly
 
         raise LegacyOnly(REASON_BLOCKS, f"blocks (node.addBlock on {self._kind}: If/Loop built in the symbolic)")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        from .symbolic_graph import REASON_RAW_GRAPH, LegacyOnly
+        from .symbolic_limits import REASON_RAW_GRAPH, LegacyOnly
 
         raise LegacyOnly(REASON_RAW_GRAPH, f"the TorchScript node method node.{name}")
 
@@ -244,7 +244,7 @@ class SymbolicValue:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        from .symbolic_graph import REASON_RAW_GRAPH, LegacyOnly
+        from .symbolic_limits import REASON_RAW_GRAPH, LegacyOnly
 
         raise LegacyOnly(REASON_RAW_GRAPH, f"the TorchScript value method value.{name}")
 

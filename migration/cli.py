@@ -401,7 +401,84 @@ def _report(results: list[FileResult], args: argparse.Namespace, opts: Options, 
     return 2 if errors else status
 
 
-from . import baseline, outcome, output, pins
+def _ratchet(results: list[FileResult], findings: list, args: argparse.Namespace, fmt: str,
+             quiet: bool) -> int:
+    """``--baseline FILE``: record it; with ``--check``: report only the usages not in it and
+    the pins whose date has passed, and say how many baselined usages remain."""
+    path = args.baseline_file
+    if not args.check:
+        try:
+            n = baseline.record(path, findings)
+        except OSError as exc:
+            raise UsageError(f"cannot write the baseline {path}: {exc.strerror or exc}") from None
+        if not args.quiet:
+            print(f"Recorded {n} legacy usage(s) in {path}; `{commands.MIGRATE} --check "
+                  f"--baseline {path}` now fails only on new ones.")
+        return 0
+    try:
+        cmp = baseline.compare(path, findings)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot read the baseline {path}: {exc}") from None
+    expired = _expired_pins(results)
+    sys.stdout.write(output.render(fmt, cmp.new))
+    for e in expired:
+        print(e.message())
+    if not quiet:
+        head = (f"Found {len(cmp.new)} new legacy usage(s) not in the baseline {path}"
+                if cmp.new else f"No new legacy usages against the baseline {path}")
+        print(f"{head}; {cmp.remaining} baselined usage(s) remain ({cmp.fixed} fixed since "
+              f"{cmp.recorded})" + (f"; {len(expired)} pin(s) expired." if expired else "."))
+    return 0 if args.exit_zero else int(bool(cmp.new or expired))
+
+
+def _attach_text_edits(results: list[FileResult], opts: Options) -> None:
+    """ruff's ``fix.edits`` for the JSON output: the file's fixed text (as ``--diff`` computes it)
+    against its text now, each changed range given to the finding on (or just below) its lines."""
+    import dataclasses
+
+    fixing = dataclasses.replace(opts, fix=True, write=False, add_noqa=False)
+    for r in results:
+        fixable = [f for f in r.findings if f.edits]
+        if not fixable or r.path.endswith(".ipynb"):
+            continue
+        old = _read(r.path)
+        new = process_bytes(old, r.path, fixing).new_bytes
+        if new is None:
+            continue
+        a = old.decode("utf-8", "replace").splitlines(keepends=True)
+        b = new.decode("utf-8", "replace").splitlines(keepends=True)
+        hunks = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+                 if op[0] != "equal"]
+        for f in fixable:
+            rows = {f.line, *f.lines}
+            mine = [op for op in hunks if any(op[1] < row <= max(op[2], op[1] + 1) for row in rows)]
+            f.text_edits = tuple({"content": "".join(b[j1:j2]),
+                                  "location": {"row": i1 + 1, "column": 1},
+                                  "end_location": {"row": i2 + 1, "column": 1}}
+                                 for _, i1, i2, j1, j2 in mine)
+
+
+def _expired_pins(results: list[FileResult]) -> list[pins.ExpiredPin]:
+    return [e for r in results for e in pins.expired(
+        r.path, (r.old_bytes or _read(r.path)).decode("utf-8", "replace").splitlines())]
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def _texts(results: list[FileResult]) -> list[str]:
+    """The Python text of each file as it stands after the run (notebooks are left out)."""
+    out = []
+    for r in results:
+        data = r.new_bytes if r.new_bytes is not None else r.old_bytes
+        if data is not None and not r.path.endswith(".ipynb"):
+            out.append(data.decode("utf-8", "replace"))
+    return out
 
 
 def _report_noqa(results: list[FileResult], errors: list[FileResult], args: argparse.Namespace

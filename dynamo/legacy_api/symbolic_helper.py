@@ -18,7 +18,7 @@ import torch
 from compat import symbolic_ops
 
 from .. import symbolic_values as sv
-from ..symbolic_graph import REASON_UNSUPPORTED, LegacyOnly
+from ..symbolic_limits import REASON_UNSUPPORTED, LegacyOnly
 from ._globals import GLOBALS
 
 __all__ = [
@@ -306,16 +306,50 @@ def _reshape_helper(g: Any, input: Any, shape: Any, allowzero: int = 0) -> Any:
 def _slice_helper(g: Any, input: Any, axes: Any, starts: Any, ends: Any, steps: Any = None) -> Any:
     if g.opset < 10:
         return g.op("Slice", input, axes_i=list(axes), starts_i=list(starts), ends_i=list(ends))
-    from .symbolic_opset10 import _slice
+    return _slice_opset10(g, input, axes, starts, ends, steps)
 
-    return _slice(g, input, axes, starts, ends, steps)
+
+INT64_MAX = 9223372036854775807
+
+
+def _slice_opset10(g: Any, input: Any, axes: Any, starts: Any, ends: Any, steps: Any = None) -> Any:
+    def to_input(value: Any, default: int | None = None) -> Any:
+        if _is_none(value) and default is not None:
+            value = [default]
+        if isinstance(value, torch.Tensor):
+            return g.op("Constant", value_t=value.clone().detach())
+        if isinstance(value, list):
+            return g.op("Constant", value_t=torch.tensor(value))
+        rank = _get_tensor_rank(value)
+        if rank == 0:
+            return _unsqueeze_helper(g, value, [0])
+        return value
+
+    def const(value: Any) -> Any:
+        if isinstance(value, (list, torch.Tensor)):
+            return value[0] if len(value) == 1 else None
+        return _maybe_get_const(value, "i")
+
+    if const(starts) == 0 and const(ends) == INT64_MAX and (steps is None or const(steps) == 1):
+        return input
+    axes = to_input(axes)
+    starts = to_input(starts, 0)
+    ends = to_input(ends, INT64_MAX)
+    if steps is None:
+        return g.op("Slice", input, starts, ends, axes)
+    return g.op("Slice", input, starts, ends, axes, to_input(steps, 1))
 
 
 def _size_helper(g: Any, self: Any, dim: Any) -> Any:
+    """``self.size(dim)``: opset 9's ``select`` of the shape, written here (as torch's helper
+    imports it back from symbolic_opset9, a circle)."""
     full_shape = g.op("Shape", self)
-    from .symbolic_opset9 import select
-
-    return select(g, full_shape, g.op("Constant", value_t=torch.tensor([0])), dim)
+    index = _maybe_get_scalar(dim)
+    if not _is_value(index) and index < 0:
+        end = INT64_MAX if index == -1 else index + 1
+        sliced = _slice_helper(g, full_shape, axes=[0], starts=[index], ends=[end])
+        return _squeeze_helper(g, sliced, [0])
+    return g.op("Gather", full_shape, index, axis_i=0)
 
 
 def _repeat_interleave_split_helper(g: Any, self: Any, reps: int, dim: int) -> Any:

@@ -55,7 +55,7 @@ __all__ = [
     "where",
 ]
 
-INT64_MAX = 9223372036854775807
+INT64_MAX = symbolic_helper.INT64_MAX
 
 
 def unused(g: Any) -> Any:
