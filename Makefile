@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-no-torchscript bench bench-venv lint clean matrix matrix-venv dist
+.PHONY: install demo test test-slow test-no-torchscript bench bench-venv lint clean matrix matrix-venv dist
 
 $(STAMP): pyproject.toml requirements-pinned.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -17,8 +17,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VPY) examples/demo.py
 
+# make test: every test but those marked slow (fresh processes, one export per catalog case);
+# make test-slow runs those (CI runs both, in two steps). Timings: README, Tests.
 test: $(STAMP)
-	$(VPY) -m pytest -n 2 --dist worksteal -q tests
+	$(VPY) -m pytest -n 2 --dist worksteal -q -m "not slow" tests
+
+test-slow: $(STAMP)
+	$(VPY) -m pytest -n 2 --dist worksteal -q -m slow tests
 
 # The suite as on a torch that has removed the TorchScript exporter: the capability probe reports
 # none (TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT=1), tests that need it are skipped with that reason

@@ -18,6 +18,9 @@ import compat
 from compat import catalog_facts as facts
 from migration.core import Options, fix_text
 
+# slow (one shim export and one migration per catalog case): CI runs it in its own step, `make test-slow`
+pytestmark = pytest.mark.slow
+
 #: (option, the row's values as the table shows them) -> value sources of calls for that row;
 #: a row the catalog adds without a call here fails test_every_row_has_a_call
 CALLS: dict[tuple[str, str], tuple[str, ...]] = {

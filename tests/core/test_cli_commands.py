@@ -39,6 +39,7 @@ def test_version_on_every_command(args: list[str], capsys: pytest.CaptureFixture
     assert capsys.readouterr().out == f"torch-onnx-compat {__version__}\n"
 
 
+@pytest.mark.slow
 def test_version_after_the_script_belongs_to_the_script(tmp_path: Path) -> None:
     (tmp_path / "s.py").write_text("import sys; print('script got', sys.argv[1:])\n")
     run = _cli("run", "s.py", "--version", cwd=tmp_path)

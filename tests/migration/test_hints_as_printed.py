@@ -15,6 +15,9 @@ import pytest
 from compat import catalog
 from migration.core import Options, check_text
 
+# slow (runs each printed hint as a fresh process): CI runs it in its own step, `make test-slow`
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = "import torch\nimport torch.onnx\n\n"
 #: usages beyond the catalog's examples: other values, forms and the no-fix cases

@@ -17,6 +17,9 @@ import warm_python  # tests/helpers: commands that import torch, forked warm
 from migration.cli import main
 from migration.ledger import LedgerIndex, read
 
+# slow (records a ledger from real exports in fresh processes): CI runs it in its own step, `make test-slow`
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 #: a forward torch.export cannot capture (it refuses while exporting; a data-dependent branch would
 #: be baked on the torch.export route now): the shim falls back to the TorchScript route; without

@@ -121,6 +121,7 @@ def test_deeply_nested_expression_is_a_syntax_finding() -> None:
     assert "nested" in r.findings[0].note
 
 
+@pytest.mark.slow
 def test_libcst_sees_only_the_edited_statement(monkeypatch) -> None:
     seen: list[int] = []
     real = fixer_mod.cst.parse_module

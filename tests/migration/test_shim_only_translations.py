@@ -13,6 +13,9 @@ from torch import nn
 import compat
 from migration.ledger import shim_only
 
+# slow (exports each shim-only translation, then migrates it): CI runs it in its own step, `make test-slow`
+pytestmark = pytest.mark.slow
+
 
 class Unused(nn.Module):
     def forward(self, x, unused):
