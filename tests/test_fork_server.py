@@ -15,7 +15,7 @@ import pytest
 import warm_python
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMING = ("duration_s", "seconds")
+TIMING = ("duration_s", "seconds", "recorded_at")
 
 
 def _both(cmd: list[str], **kwargs) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:

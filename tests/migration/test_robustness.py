@@ -150,7 +150,6 @@ def test_rewrite_that_loses_a_line_is_not_written(tmp_path, monkeypatch, capsys)
         return real(text, edits, **kw).replace("    # keep me\n", "")
 
     monkeypatch.setattr(fixer_mod, "apply_edits", lossy)
-    monkeypatch.setattr("migration.splice.apply_edits", lossy)
     rc = cli.main(["--write", "--no-progress", "-j", "1", str(path)])
     out, _ = capsys.readouterr()
     assert path.read_text() == src
