@@ -36,7 +36,7 @@ class Finding:
     edits: tuple[Edit, ...] = ()
     note: str = ""
     path: str = ""
-    lines: tuple[int, ...] = ()  # other lines where a `# noqa` also applies (e.g. the call's line)
+    lines: tuple[int, ...] = ()  # other lines where a noqa comment also applies (e.g. the call's line)
     cell: int | None = None  # notebooks: 1-based cell number; ``line`` counts within the cell
     needs: tuple[str, ...] = ()  # codes whose edits this fix shares: its hint selects them too
     #: the fix's applicability when it is held back because it shares the edits of a finding
