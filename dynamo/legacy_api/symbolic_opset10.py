@@ -5,57 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from . import symbolic_helper
+from . import symbolic_opset9 as opset9
 from .symbolic_helper import unavailable
 from .symbolic_opset9 import *
 from .symbolic_opset9 import INT64_MAX
 
-__all__ = [  # the earlier opset's names, then this opset's
-    "_cast_Bool",
-    "_cast_Byte",
-    "_cast_Char",
-    "_cast_Double",
-    "_cast_Float",
-    "_cast_Half",
-    "_cast_Int",
-    "_cast_Long",
-    "_cast_Short",
-    "_slice",
-    "abs",
-    "add",
-    "ceil",
-    "clamp_max",
-    "clamp_min",
-    "cos",
-    "div",
-    "dropout",
-    "erf",
-    "exp",
-    "flip",
-    "floor",
-    "gelu",
-    "log",
-    "masked_fill",
-    "mul",
-    "neg",
-    "pow",
-    "reciprocal",
-    "relu",
-    "reshape",
-    "select",
-    "sigmoid",
-    "sin",
-    "size",
-    "slice",
-    "softmax",
-    "sqrt",
-    "squeeze",
-    "sub",
-    "tanh",
-    "transpose",
-    "unsqueeze",
-    "unused",
-    "where",
-]
+__all__ = opset9.__all__ + ["_slice", "flip", "slice"]  # the earlier opset's names, then its own
 
 
 _slice = symbolic_helper._slice_opset10

@@ -6,56 +6,11 @@ from typing import Any
 
 from . import symbolic_helper
 from . import symbolic_opset9 as opset9
+from . import symbolic_opset10 as opset10
 from .symbolic_helper import unavailable
 from .symbolic_opset10 import *
 
-__all__ = [  # the earlier opset's names, then this opset's
-    "_cast_Bool",
-    "_cast_Byte",
-    "_cast_Char",
-    "_cast_Double",
-    "_cast_Float",
-    "_cast_Half",
-    "_cast_Int",
-    "_cast_Long",
-    "_cast_Short",
-    "_slice",
-    "abs",
-    "add",
-    "ceil",
-    "clamp_max",
-    "clamp_min",
-    "cos",
-    "div",
-    "dropout",
-    "erf",
-    "exp",
-    "flip",
-    "floor",
-    "gelu",
-    "log",
-    "masked_fill",
-    "mul",
-    "neg",
-    "pow",
-    "reciprocal",
-    "relu",
-    "reshape",
-    "select",
-    "sigmoid",
-    "sin",
-    "size",
-    "slice",
-    "softmax",
-    "sqrt",
-    "squeeze",
-    "sub",
-    "tanh",
-    "transpose",
-    "unsqueeze",
-    "unused",
-    "where",
-]
+__all__ = list(opset10.__all__)
 
 
 @symbolic_helper.parse_args("v", "i", "v")

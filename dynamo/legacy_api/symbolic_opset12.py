@@ -7,57 +7,11 @@ from typing import Any
 import torch
 
 from . import symbolic_helper
+from . import symbolic_opset11 as opset11
 from .symbolic_helper import unavailable
 from .symbolic_opset11 import *
 
-__all__ = [  # the earlier opset's names, then this opset's
-    "_cast_Bool",
-    "_cast_Byte",
-    "_cast_Char",
-    "_cast_Double",
-    "_cast_Float",
-    "_cast_Half",
-    "_cast_Int",
-    "_cast_Long",
-    "_cast_Short",
-    "_slice",
-    "abs",
-    "add",
-    "ceil",
-    "clamp_max",
-    "clamp_min",
-    "cos",
-    "div",
-    "dropout",
-    "erf",
-    "exp",
-    "flip",
-    "floor",
-    "gelu",
-    "log",
-    "masked_fill",
-    "mul",
-    "native_dropout",
-    "neg",
-    "pow",
-    "reciprocal",
-    "relu",
-    "reshape",
-    "select",
-    "sigmoid",
-    "sin",
-    "size",
-    "slice",
-    "softmax",
-    "sqrt",
-    "squeeze",
-    "sub",
-    "tanh",
-    "transpose",
-    "unsqueeze",
-    "unused",
-    "where",
-]
+__all__ = opset11.__all__ + ["native_dropout"]  # the earlier opset's names, then its own
 
 
 def _dropout_and_mask(g: Any, input: Any, p: float, train: bool) -> tuple[Any, Any]:
