@@ -24,6 +24,8 @@ class Setup:
     unregister: Callable[[], Any] | None = None
     opset: int = 11
     custom_opsets: dict[str, int] | None = None
+    #: False where the model is random (a Dropout in training mode): structure only
+    compare_values: bool = True
     #: the symbolic, as an error naming it would (qualified name)
     symbolic: Callable[..., Any] | None = None
 

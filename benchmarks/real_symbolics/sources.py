@@ -101,6 +101,6 @@ def load(module: str) -> types.ModuleType:
 
 if __name__ == "__main__":  # make symbolic-sources
     failed = fetch()
-    for dist, why in failed.items():
+    for why in failed.values():
         print(f"symbolic sources: {why}", file=sys.stderr)
     print(f"symbolic sources in {cache_dir()}: {', '.join(d for d in pins() if available(d)) or 'none'}")
