@@ -43,7 +43,7 @@ def _worker(contender: str, out: Path, only: list[str] | None) -> dict[str, Any]
     cmd = [sys.executable, "-m", "real_symbolics.harness", "--mode", mode, "--out", str(out)]
     if only:
         cmd += ["--case", *only]
-    proc = subprocess.run(cmd, cwd=HERE, env=env, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(cmd, cwd=HERE, env=env, capture_output=True, text=True, timeout=3600, check=False)
     results = out / "results.json"
     if not results.exists():
         raise RuntimeError(f"{contender} worker failed: {proc.stderr[-2000:]}")

@@ -61,7 +61,7 @@ def fetch(download: bool = True) -> dict[str, str]:
         wheels.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels),
-             f"{dist}=={version}"], capture_output=True, text=True, timeout=600)
+             f"{dist}=={version}"], capture_output=True, text=True, timeout=600, check=False)
         stem = dist.replace("-", "_") + f"-{version}-"
         wheel = next((w for w in wheels.glob("*.whl") if w.name.startswith(stem)), None)
         if wheel is None:
