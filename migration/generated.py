@@ -115,7 +115,7 @@ def render(module: str, entries: Sequence[Entry]) -> str:
     The same entries give the same text whatever their order, the working directory or the time.
     """
     by_name = {e.name: e for e in entries}
-    ordered = [by_name[n] for n in sorted(by_name)]
+    ordered = sorted(by_name.values(), key=lambda e: (_rank(e, by_name.values()), e.name))
     origins = sorted({f"{_relative(e.origin, module)}:{e.line}" for e in ordered},
                      key=lambda s: (s.rsplit(":", 1)[0], int(s.rsplit(":", 1)[1])))
     imports = sorted({imp for e in ordered for imp in e.imports}, key=_import_order)
@@ -142,6 +142,18 @@ def render(module: str, entries: Sequence[Entry]) -> str:
         DIGEST + _digest(body),
     ]
     return "\n".join(head) + "\n" + body
+
+
+def _rank(entry: Entry, entries: Iterable[Entry]) -> int:
+    """Definitions other entries call as the module is imported first (0), then those
+    module-level statements (1), then the functions (2), so the module imports cleanly."""
+    code = "\n".join(line for line in entry.code.splitlines()
+                     if line.strip() and not line.lstrip().startswith("#"))
+    if not code.startswith(("def ", "@", "class ")):
+        return 1
+    called = re.compile(rf"\b{re.escape(entry.name)}\(")
+    used = any(_rank(e, ()) == 1 and called.search(e.code) for e in entries if e is not entry)
+    return 0 if used else 2
 
 
 def _import_order(statement: str) -> tuple[int, str]:
