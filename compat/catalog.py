@@ -283,6 +283,20 @@ ENTRIES: tuple[Entry, ...] = (
         tokens=("symbolic_helper", "symbolic_opset", "_model_to_graph", "_internal.jit_utils"),
     ),
     _E(
+        "ONX304", "symbolic without a translation",
+        "a custom symbolic whose source has no onnxscript translation",
+        "torch's new exporter takes onnxscript functions in `custom_translation_table`, and "
+        "a symbolic that branches in Python on a graph value, reads TorchScript types "
+        "(`.type()`, `setType`), calls `g.at` or the TorchScript exporter's own helpers has "
+        "no traced equivalent",
+        "applies the symbolic on its own graph context, or exports through the TorchScript "
+        "exporter",
+        "an onnxscript function in `custom_translation_table=` written by hand",
+        "translates every other symbolic into `<module>_onnx.py`; this call keeps "
+        "`compat.export` with a comment naming the blocking line",
+        "none", deprecated_in="2.9", tokens=("symbolic",),
+    ),
+    _E(
         "ONX401", "torch.onnx.dynamo_export", "`torch.onnx.dynamo_export`",
         "removed in torch 2.9", "re-provided by `compat.patch()` on the torch.export route",
         "`torch.onnx.export(model, args, kwargs=kwargs, dynamo=True)`",
@@ -487,6 +501,11 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                '    def symbolic(g, x):\n'
                '        return g.op("Relu", x)'), None),
     "ONX303": ("from torch.onnx import symbolic_helper", None),
+    "ONX304": (('def relu_if_wide(g, x):\n'
+                '    if x.type().sizes()[-1] > 8:  # a TorchScript type, read at export time\n'
+                '        return g.op("Relu", x)\n'
+                '    return x\n\n'
+                'torch.onnx.register_custom_op_symbolic("::relu", relu_if_wide, 17)'), None),
     "ONX401": ("program = torch.onnx.dynamo_export(model, x)",
                "program = torch.onnx.export(model, (x,), dynamo=True)"),
     "ONX402": ("options = torch.onnx.ExportOptions(dynamic_shapes=True)", None),
@@ -534,6 +553,7 @@ SHORT_FIXES: dict[str, str] = {
     "ONX301": "use compat.register_custom_op_symbolic or custom_translation_table=",
     "ONX302": "use torch.onnx.ops.symbolic(...) inside forward, or export with compat.export",
     "ONX303": "use public torch.onnx APIs",
+    "ONX304": "write its onnxscript translation by hand, or keep compat.export for this call",
     "ONX401": "use torch.onnx.export(..., dynamo=True) (removed in torch 2.9)",
     "ONX402": "use torch.onnx.export(..., dynamo=True, dynamic_shapes=...) (removed in torch 2.9)",
     "ONX403": "use torch.onnx.export",

@@ -237,13 +237,15 @@ class Context:
         return best
 
     def emit(self, code: str, node: ast.AST, applicability: Applicability = "none",
-             edits: tuple[Edit, ...] = (), note: str = "", anchor: ast.AST | None = None) -> None:
+             edits: tuple[Edit, ...] = (), note: str = "", anchor: ast.AST | None = None,
+             generated: tuple = ()) -> None:
         line, col = self.key(node)
         extra = (anchor.lineno,) if anchor is not None else ()  # type: ignore[attr-defined]
         if not edits:
             applicability = "none"
         self.findings.append(
-            Finding(code, line, col + 1, applicability, tuple(edits), note, self.path, extra)
+            Finding(code, line, col + 1, applicability, tuple(edits), note, self.path, extra,
+                    generated=tuple(generated) if edits else ())
         )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from compat.files import atomic_write
 
+from . import generated
 from .core import Options
 from .model import FileResult
 from .notebook import process_notebook
@@ -33,6 +34,8 @@ def process_path(path: str, opts: Options) -> FileResult:
         if opts.write and result.new_bytes is not None and result.new_bytes != data:
             problem = write_problem(path)
             if problem is None:
+                problem = _write_generated(result)
+            if problem is None:
                 try:
                     # the owner and group stay, or the file is not replaced
                     atomic_write(path, result.new_bytes, require_owner=True)
@@ -43,6 +46,17 @@ def process_path(path: str, opts: Options) -> FileResult:
         return result
     except Exception as exc:  # noqa: BLE001 - reported as an internal error, the run goes on
         return FileResult(path, error=f"{type(exc).__name__}: {exc}")
+
+
+def _write_generated(result: FileResult) -> str | None:
+    """Write the generated modules the rewrite imports (first: the import must resolve); why
+    not, when one may not be written (the user's file is then not written either)."""
+    for module, text in sorted(result.generated.items()):
+        try:
+            generated.write(module, text)
+        except OSError as exc:
+            return f"cannot write {module}: {exc.strerror or exc}"
+    return None
 
 
 def process_many(paths: list[str], opts: Options) -> list[FileResult]:

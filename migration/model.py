@@ -45,6 +45,8 @@ class Finding:
     source: str = field(default="", compare=False, repr=False)  # the reported line's text
     #: ruff's fix edits (``{content, location, end_location}``), set for the JSON output
     text_edits: tuple[dict, ...] = field(default=(), compare=False, repr=False)
+    #: definitions this fix puts in the generated module beside the file (``generated.Entry``)
+    generated: tuple = field(default=(), compare=False, repr=False)
 
     @property
     def message(self) -> str:
@@ -112,6 +114,9 @@ class FileResult:
     error: str | None = None  # internal error (exit 2)
     dropped: list[str] = field(default_factory=list)  # fixes dropped because they broke the file
     noqa_added: int = 0  # --add-noqa: directives added or extended
+    #: the generated module beside the file (``generated.py``): its path and new text, written
+    #: before the file that imports it
+    generated: dict[str, str] = field(default_factory=dict)
 
     def not_written(self, reason: str, code: str = IO_ERROR) -> FileResult:
         """This result as it stands when its rewrite is not written: nothing was fixed, and
@@ -120,7 +125,7 @@ class FileResult:
                                key=lambda f: (f.cell or 0, f.line, f.column, f.code))
         self.findings.append(Finding(code, 1, 1, "none", path=self.path,
                                      note=f"not written: {reason}"))
-        self.fixed, self.new_bytes = [], None
+        self.fixed, self.new_bytes, self.generated = [], None, {}
         return self
 
 

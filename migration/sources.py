@@ -11,6 +11,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from . import generated
 from .core import Options, check_text, fix_text, might_need_migration
 from .model import SAFETY_CHECK, SYNTAX_ERROR, FileResult, Finding
 from .noqa import add_noqa
@@ -67,4 +68,11 @@ def _process_bytes(data: bytes, path: str, opts: Options) -> FileResult:
         return result.not_written(f"the rewrite failed its safety check ({exc})", SAFETY_CHECK)
     if new != src.text:
         result.new_bytes = encode(new, src)
+    entries = [e for f in result.fixed for e in f.generated]
+    if entries and path != "-":
+        module = generated.module_path(path)
+        text, problem = generated.plan(module, entries)
+        if problem is not None:
+            return result.not_written(problem)
+        result.generated[module] = text
     return result

@@ -36,6 +36,7 @@ MIGRATION_MAY_IMPORT = frozenset({
     "compat.errors",
     "compat.files",
     "compat.policy.config",
+    "compat.symbolic_ops",  # what g.op(...) means: the symbolic-to-onnxscript translation reads it
 })
 
 #: the modules that import the project's own modules by a string, and why

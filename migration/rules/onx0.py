@@ -14,7 +14,7 @@ import textwrap
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
 
-from .. import evidence, pins
+from .. import evidence, generated, pins, symbolic_plan
 from ..analysis import Context, ExportCall, literal
 from ..model import Edit
 from ..registry import register
@@ -228,6 +228,31 @@ def _draft_capture(ctx: Context, ec: ExportCall, site: evidence.Site) -> tuple[E
             Edit("arg", ec.key, (0, program)), *imports)
 
 
+def _untranslated(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> str:
+    """Why the call keeps ``compat.export`` for its custom symbolics (ONX304 names each line)."""
+    if not plan.blocked:
+        names = ", ".join(symbolic_names(ctx)) or "registered elsewhere"
+        return (f"custom symbolics in this file (compat.export honours them: {names}); "
+                "plain torch would not keep them here")
+    return "custom symbolics without a translation (ONX304: " + "; ".join(
+        f"{name} at line {line}: {why}" for line, name, why in plan.blocked) + ")"
+
+
+def _report_blockers(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> None:
+    """ONX304 at each symbolic's blocking line (once per module)."""
+    if ctx.facts.get("onx304_reported"):
+        return
+    ctx.facts["onx304_reported"] = True
+    for line, name, why in plan.blocked:
+        ctx.emit("ONX304", ast.Pass(lineno=line, col_offset=0), note=f"{name}: {why}")
+
+
+def _generated_import(ctx: Context, ec: ExportCall) -> tuple[str, Edit]:
+    """The name the call reads the generated module by, and its import."""
+    taken = ctx.names()
+    return generated.import_edit(ctx.path, taken)
+
+
 def _name_dims_edits(ctx: Context, ec: ExportCall, dims: str) -> tuple[Edit, ...]:
     """``compat.name_dims(f, {...})`` right after the call: the output dims named as
     ``dynamic_axes`` named them, where torch names them after the inputs'."""
@@ -255,11 +280,12 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         return Route(value if isinstance(value, bool) else None, explicit=True)
     if ec.dynamo_maybe_in_kwargs:
         return Route(None, explicit=True)
+    translations = None
     if ec.custom_symbolics:
-        names = ", ".join(symbolic_names(ctx)) or "registered elsewhere"
-        why = (f"custom symbolics in this file (compat.export honours them: {names}); "
-               "translating them is a later step")
-        return _via_compat(ctx, ec, [why])
+        translations = symbolic_plan.plan(ctx)
+        _report_blockers(ctx, translations)
+        if not translations.ok:
+            return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
     if ctx.before_dynamo_keyword():
         return Route(None, old_torch=True)
     pins = [(code, why) for code, why in pin_reason(ctx, ec)
@@ -317,6 +343,16 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
     if capture and route.dynamo:
         edits += capture
+    if route.dynamo and translations is not None:
+        if "custom_translation_table" in ec.options or ec.star_kwargs:
+            why = "custom symbolics in this file, and the call passes its own translation table"
+            return _via_compat(ctx, ec, [why])
+        module, imports = _generated_import(ctx, ec)
+        edits += [Edit("add", ec.key, ("custom_translation_table",
+                                       f"{module}.translation_table()")), imports]
+        route.generated = tuple(translations.entries)
+    elif translations is not None:
+        return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
@@ -422,5 +458,8 @@ def check_export(ctx: Context, ec: ExportCall) -> Route:
         note = "dynamo=False: " + "; ".join(r for _, r in route.pins)
     if route.convert:
         note += f"; opset_version={route.convert} kept, compat.convert_opset after the export"
-    ctx.emit("ONX001", ec.node, "safe", route.pin_edits, note=note)
+    if route.generated:
+        note += (f"; custom symbolics translated into {generated.module_name(ctx.path)}.py "
+                 "(custom_translation_table=)")
+    ctx.emit("ONX001", ec.node, "safe", route.pin_edits, note=note, generated=route.generated)
     return route

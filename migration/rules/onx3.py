@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .. import generated, symbolic_plan
 from ..analysis import Context
 from ..model import Edit
 from ..registry import register
@@ -37,6 +38,13 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     """ONX301: registrations switch to compat's helpers, which also feed the torch.export route."""
     hit = next((REGISTER[q] for q in quals if q in REGISTER), None)
     if hit is None:
+        return
+    translations = symbolic_plan.plan(ctx) if hit == "register_custom_op_symbolic" else None
+    if translations is not None and translations.ok and node in translations.registrations:
+        # torch's own registration stays for TorchScript users; the export uses the translation
+        ctx.emit("ONX301", node, note=f"translated into {generated.module_name(ctx.path)}.py; "
+                 "the registration stays for the TorchScript exporter")
+        ctx.facts["custom_symbolics"] = True
         return
     ref, imports = ctx.import_shim(scope)
     edits = [Edit("func", ctx.key(node), (f"{ref}.{hit}",)), *imports]

@@ -35,6 +35,8 @@ class Route:
     undecided: str = ""  # the ledger holds too few records of this call site to decide
     convert: str = ""  # the opset compat.convert_opset brings the written file down to
     dim_names: str = ""  # the dims compat.name_dims names in the written file (code)
+    #: the generated module's entries the call's fix writes (``generated.Entry``: translations)
+    generated: tuple = ()
 
 
 #: what keeps a value's meaning only off plain torch's torch.export route

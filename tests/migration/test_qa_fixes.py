@@ -162,9 +162,9 @@ def test_shim_import_is_the_installed_name_or_reused(imported, ref) -> None:
     added = "" if imported else "import torch_onnx_compat as compat\n"
     assert rw(SYMBOLIC_EXPORT, header=header) == (
         f"{added}{ref}.register_custom_op_symbolic('::gelu', g, 1)\n"
-        "# compat.migrate: compat.export because custom symbolics in this file (compat.export "
-        "honours them:\n"
-        f"#   g (::gelu)); translating them is a later step\n{ref}.export(m, x, f)\n")
+        "# compat.migrate: compat.export because custom symbolics without a translation (ONX304: "
+        "g at line\n"
+        f"#   {3 if imported else 2}: no def of this module)\n{ref}.export(m, x, f)\n")
 
 
 SYMBOLIC_CLASS = ("class F(torch.autograd.Function):\n"

@@ -84,9 +84,9 @@ CASES = [
     ("torch.onnx.register_custom_op_symbolic('::gelu', g, 1)\n"
      "torch.onnx.export(m, x, f)\n",
      "import torch_onnx_compat as compat\ncompat.register_custom_op_symbolic('::gelu', g, 1)\n"
-     "# compat.migrate: compat.export because custom symbolics in this file (compat.export "
-     "honours them:\n"
-     "#   g (::gelu)); translating them is a later step\n"
+     "# compat.migrate: compat.export because custom symbolics without a translation (ONX304: "
+     "g at line\n"
+     "#   3: no def of this module)\n"
      "compat.export(m, x, f)\n"),
 ]
 

@@ -1,0 +1,113 @@
+"""The custom symbolics of one module and their translations (issue 32), found once per module.
+
+``register_custom_op_symbolic("ns::op", fn, opset)`` with ``fn`` a function of this module:
+``fn``'s source becomes a translation keyed by ``torch.ops.<ns or aten>.<op>.default``;
+an ``autograd.Function`` with a ``symbolic`` staticmethod: see ``function_ops.py``. An export
+call of the module then passes ``custom_translation_table=<module>_onnx.translation_table()``
+with ``dynamo=True``; a symbolic that cannot be translated (or a registration this tool cannot
+read) keeps the call on ``compat.export``, with the reason and line (ONX304).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from . import generated, symbolic_translate
+from .analysis import Context, literal
+from .generated import Entry
+
+
+@dataclass
+class SymbolicPlan:
+    """What the module's symbolics become: generated entries, or why not (per symbolic)."""
+
+    entries: list[Entry] = field(default_factory=list)
+    #: (line of the symbolic's def or registration, its name, why it has no translation)
+    blocked: list[tuple[int, str, str]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # the symbolics translated
+    registrations: list[ast.Call] = field(default_factory=list)  # the legacy registration calls
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.entries) and not self.blocked
+
+
+def _callee(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def table_key(name: str) -> str | None:
+    """``"::relu"`` / ``"aten::relu"`` -> ``torch.ops.aten.relu.default``; ``"ns::op"`` ->
+    ``torch.ops.ns.op.default``; None for a name that is not ``ns::op``."""
+    ns, sep, op = name.partition("::")
+    if not sep or not op.isidentifier() or (ns and not ns.isidentifier()):
+        return None
+    return f"torch.ops.{ns or 'aten'}.{op}.default"
+
+
+def plan(ctx: Context) -> SymbolicPlan:
+    """The module's symbolic plan (computed once, kept in ``ctx.facts``)."""
+    if "symbolic_plan" not in ctx.facts:
+        ctx.facts["symbolic_plan"] = _plan(ctx)
+    return ctx.facts["symbolic_plan"]
+
+
+def _plan(ctx: Context) -> SymbolicPlan:
+    out = SymbolicPlan()
+    defs = {n.name: n for n in ctx.tree.body if isinstance(n, ast.FunctionDef)}
+    local = frozenset(defs)
+    path = ctx.path if ctx.path and ctx.path != "-" else ""
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.ClassDef) and any(
+                isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
+            out.blocked.append((node.lineno, f"{node.name}.symbolic",
+                                "an autograd.Function's symbolic (no torch.library op yet)"))
+            continue
+        if not (isinstance(node, ast.Call) and _callee(node.func) == "register_custom_op_symbolic"):
+            continue
+        name = literal(node.args[0]) if node.args else None
+        fn = node.args[1] if len(node.args) > 1 else None
+        label = ctx.src(fn) if fn is not None else "?"
+        key = table_key(name) if isinstance(name, str) else None
+        if key is None:
+            out.blocked.append((node.lineno, label, "the op name is no 'ns::op' literal"))
+            continue
+        if not isinstance(fn, ast.Name) or fn.id not in defs:
+            out.blocked.append((node.lineno, label, "no def of this module"))
+            continue
+        out.registrations.append(node)
+        func = defs[fn.id]
+        tr = symbolic_translate.translate(func, fn.id, local)
+        todo, seen = list(tr.helpers), set()
+        entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func))
+        while todo and tr.ok:
+            helper = todo.pop()
+            if helper in seen:
+                continue
+            seen.add(helper)
+            sub = symbolic_translate.translate(defs[helper], helper, local)
+            if not sub.ok:
+                tr.blockers.extend(sub.blockers)
+                break
+            todo += sub.helpers
+            entries += symbolic_translate.entries(sub, path, defs[helper].lineno, None)
+        if not tr.ok:
+            first = tr.blockers[0]
+            out.blocked.append((first.line, fn.id, first.reason))
+            continue
+        out.names.append(f"{fn.id} ({name})")
+        out.entries += entries
+    if not path:
+        out.blocked.append((1, "?", "source read from stdin: no module to generate beside it"))
+    elif out.entries:
+        problem = generated.write_problem(generated.module_path(path))
+        if problem is not None:
+            out.blocked.append((1, generated.module_name(path), problem))
+    return out
+
+
+def _doc(name: str, func: ast.FunctionDef) -> str:
+    return f"translation of the symbolic {func.name} registered for {name!r}"

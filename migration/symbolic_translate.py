@@ -1,0 +1,407 @@
+"""A legacy symbolic's source -> an onnxscript translation for ``custom_translation_table``.
+
+Reads the ``def`` (stdlib ``ast``: the user's code is never run) and writes a plain Python
+function torch's new exporter traces with onnxscript's tracer:
+
+* ``g.op("X", a, b, foo_i=1)`` -> ``op.X(a, b, foo=1)`` (``op`` is onnxscript's opset 18); an
+  attribute that became an input by opset 18 (``Unsqueeze``'s ``axes_i``...) becomes a constant
+  input; ``value_t=`` tensors go through ``ir.tensor``; ``_f`` given an int becomes a float;
+* ``g.op("dom::X", ...)`` -> a custom op of domain ``dom`` version 1 (what the TorchScript
+  exporter writes without ``custom_opsets``), declared once in the generated module with the
+  schema torch's recorder needs (:data:`CUSTOM_OP_HELPER`); ``outputs=N`` is its output count;
+* ``@parse_args`` arguments and ``_get_const`` / ``_maybe_get_const`` / ``_maybe_get_scalar``
+  values are plain Python values (the exporter passes non-tensor arguments as Python values);
+  ``_is_none(x)`` is ``x is None``;
+* whatever has no meaning there is a :class:`Blocker` naming its line: Python branching on a
+  graph value, TorchScript types (``.type()``, ``setType``), ``g.at``, other ``g`` methods,
+  calls to the TorchScript exporter's own symbolics or helpers.
+
+The facts about ``g.op`` (attribute suffixes, domains, attributes now inputs) are
+``compat.symbolic_ops``'s, shared with the torch.export route's graph context.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from dataclasses import dataclass, field
+
+from compat import symbolic_ops
+
+from .generated import Entry
+
+OPSET_IMPORT = "from onnxscript import opset18 as op"
+IR_IMPORT = "import onnx_ir as ir"
+TORCH_IMPORT = "import torch"
+CUSTOM_OP = "custom_op"
+#: the generated module's declaration of custom-domain ops (an Entry of its own)
+CUSTOM_OP_HELPER = '''def custom_op(domain: str, name: str, outputs: int = 1, attributes: dict | None = None,
+              version: int = 1) -> onnxscript.values.Op:
+    """An op of a custom ONNX domain with the schema torch's exporter records it by: any
+    number of inputs of any tensor type, ``outputs`` outputs, ``attributes`` (name -> kind)."""
+    types = [f"tensor({t})" for t in ("float", "double", "float16", "bfloat16", "int8", "int16",
+                                      "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                      "bool", "string")]
+    param = onnx.defs.OpSchema.FormalParameter
+    schema = onnx.defs.OpSchema(
+        name, domain, version,
+        inputs=[param("inputs", "T", param_option=onnx.defs.OpSchema.FormalParameterOption.Variadic,
+                      is_homogeneous=False, min_arity=0)],
+        outputs=[param(f"output{i}", f"O{i}") for i in range(outputs)],
+        type_constraints=[("T", types, ""), *((f"O{i}", types, "") for i in range(outputs))],
+        attributes=[onnx.defs.OpSchema.Attribute(key, getattr(onnx.defs.OpSchema.AttrType, kind),
+                                                 "", required=False)
+                    for key, kind in (attributes or {}).items()],
+    )
+    return onnxscript.values.Op(onnxscript.values.Opset(domain, version), name, schema)'''
+CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript")
+
+#: symbolic_helper functions whose value is their first argument in a translation
+_PYTHON_VALUE = frozenset({"_get_const", "_maybe_get_const", "_maybe_get_scalar", "_parse_arg",
+                           "_get_const_or_none"})
+_PARSE_ARGS = "parse_args"
+_TS_TYPE_METHODS = frozenset({"type", "setType", "node", "debugName", "sizes", "scalarType",
+                              "isCompleteTensor", "unique", "inputs", "outputs", "dim",
+                              "varyingSizes", "uses", "setDebugName", "copyMetadata"})
+_TS_HELPERS = frozenset({"_get_tensor_sizes", "_get_tensor_rank", "_get_tensor_dim_size",
+                         "_unimplemented", "_onnx_unsupported", "_onnx_opset_unsupported",
+                         "_type_promote_from_values", "_is_tensor", "_is_list", "_is_value",
+                         "_is_packed_list", "_try_get_scalar_type", "_is_fp", "_is_bool",
+                         "_maybe_cast_reduce_op_input", "_slice_helper", "_size_helper"})
+_ONNX_TYPES = {"INT64": "value_ints", "FLOAT": "value_floats"}
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why a symbolic has no translation: the construct and its line in the user's file."""
+
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class CustomOp:
+    """A custom-domain op a translation calls: its variable in the generated module."""
+
+    domain: str
+    name: str
+    outputs: int
+    attributes: tuple[tuple[str, str], ...]  # (name, ONNX attribute kind)
+    version: int = 1
+
+    @property
+    def var(self) -> str:
+        return f"{_ident(self.domain)}_{self.name}" + (f"_{self.outputs}" if self.outputs != 1
+                                                        else "")
+
+    def declaration(self) -> str:
+        attrs = ", ".join(f'"{k}": "{v}"' for k, v in self.attributes)
+        extra = (f", outputs={self.outputs}" if self.outputs != 1 else "") + \
+            (f", attributes={{{attrs}}}" if attrs else "") + \
+            (f", version={self.version}" if self.version != 1 else "")
+        return f'{self.var} = {CUSTOM_OP}("{self.domain}", "{self.name}"{extra})'
+
+
+@dataclass
+class Translation:
+    """The translation of one symbolic: ``code`` (a ``def name(...)``) and what it needs."""
+
+    name: str
+    code: str = ""
+    imports: set[str] = field(default_factory=set)
+    custom_ops: dict[str, CustomOp] = field(default_factory=dict)
+    blockers: list[Blocker] = field(default_factory=list)
+    helpers: list[str] = field(default_factory=list)  # same-module functions it calls with g
+
+    @property
+    def ok(self) -> bool:
+        return not self.blockers
+
+
+def _ident(text: str) -> str:
+    return re.sub(r"\W", "_", text)
+
+
+def _callee(node: ast.expr) -> str:
+    """``a.b.c`` -> ``c``; ``f`` -> ``f``; anything else ''."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _parse_args(func: ast.FunctionDef) -> list[str] | None:
+    for dec in func.decorator_list:
+        if isinstance(dec, ast.Call) and _callee(dec.func) == _PARSE_ARGS \
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in dec.args):
+            return [a.value for a in dec.args]
+    return None
+
+
+class _Translator(ast.NodeTransformer):
+    def __init__(self, g: str, graph: set[str], local_functions: set[str], line0: int) -> None:
+        self.g = g
+        self.graph = graph  # names holding graph values (tensors)
+        self.local = local_functions
+        self.out = Translation("")
+        self.line0 = line0
+
+    def block(self, node: ast.AST, reason: str) -> None:
+        line = getattr(node, "lineno", self.line0)
+        if all(b.line != line or b.reason != reason for b in self.out.blockers):
+            self.out.blockers.append(Blocker(line, reason))
+
+    # -- control flow on graph values ------------------------------------------------------
+    def _check_test(self, node: ast.AST, test: ast.expr) -> None:
+        if _is_none_test(test):
+            return
+        used = sorted(_names(test) & self.graph)
+        if used:
+            self.block(node, f"Python branching on a graph value ({', '.join(used)}): the "
+                             "translation is traced once, the branch would be baked")
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        self._check_test(node, node.test)
+        return self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        self._check_test(node, node.test)
+        return self.generic_visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self._check_test(node, node.test)
+        return self.generic_visit(node)
+
+    # -- calls --------------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == self.g:
+            if func.attr == "op":
+                return self._op(node)
+            if func.attr == "at":
+                self.block(node, "g.at(...) writes an ATen node: its schema is unknown to "
+                                 "torch's new exporter")
+            else:
+                self.block(node, f"g.{func.attr}(...) is a TorchScript graph method")
+            return node
+        name = _callee(func)
+        if name in _PYTHON_VALUE and node.args:
+            return self.visit(node.args[0])
+        if name == "_is_none" and len(node.args) == 1:
+            return ast.Compare(self.visit(node.args[0]), [ast.Is()], [ast.Constant(None)])
+        if isinstance(func, ast.Attribute) and func.attr in _TS_TYPE_METHODS:
+            self.block(node, f".{func.attr}() reads TorchScript type information")
+            return node
+        if name in _TS_HELPERS or (name.startswith("_") and isinstance(func, ast.Attribute)
+                                   and _callee(func.value) in ("symbolic_helper", "sym_help")):
+            self.block(node, f"calls the TorchScript exporter's helper {name}")
+            return node
+        passes_g = any(isinstance(a, ast.Name) and a.id == self.g for a in node.args)
+        if passes_g:
+            if isinstance(func, ast.Name) and func.id in self.local:
+                if func.id not in self.out.helpers:
+                    self.out.helpers.append(func.id)
+                node.args = [a for a in node.args if not (isinstance(a, ast.Name)
+                                                          and a.id == self.g)]
+                return self.generic_visit(node)
+            self.block(node, f"calls {ast.unparse(func)}(g, ...), a TorchScript symbolic")
+            return node
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.g:
+            self.block(node, "uses the graph context g other than through g.op")
+        return node
+
+    def _op(self, node: ast.Call) -> ast.AST:
+        if not node.args or not isinstance(node.args[0], ast.Constant) \
+                or not isinstance(node.args[0].value, str):
+            self.block(node, "g.op with an op name that is not a string literal")
+            return node
+        domain, opname = symbolic_ops.split_op_name(node.args[0].value)
+        if domain in symbolic_ops.NON_ONNX_NAMESPACES:
+            self.block(node, f"g.op('{node.args[0].value}') writes a TorchScript node")
+            return node
+        inputs = [self.visit(a) for a in node.args[1:]]
+        attrs: list[tuple[str, str, ast.expr]] = []
+        outputs = 1
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.block(node, "g.op(**kwargs): its attributes are not known")
+                return node
+            if kw.arg == "outputs":
+                if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, int)):
+                    self.block(node, "g.op(outputs=...) with a count that is not a literal")
+                    return node
+                outputs = kw.value.value
+                continue
+            sample = [0] if isinstance(kw.value, (ast.List, ast.Tuple, ast.ListComp)) else 0
+            try:
+                name, suffix = symbolic_ops.split_attribute(kw.arg, sample)
+            except ValueError as exc:
+                self.block(node, str(exc))
+                return node
+            attrs.append((name, suffix, self.visit(kw.value)))
+        keywords = [ast.keyword(name, self._attribute_value(suffix, value))
+                    for name, suffix, value in attrs]
+        if domain == symbolic_ops.ONNX_DOMAIN:
+            moved = dict(symbolic_ops.ATTRIBUTES_NOW_INPUTS.get(opname, ()))
+            if any(k.arg in moved for k in keywords):
+                inputs = list(inputs)
+                order = [n for n, _ in symbolic_ops.ATTRIBUTES_NOW_INPUTS[opname]]
+                given = {k.arg: k.value for k in keywords if k.arg in moved}
+                keywords = [k for k in keywords if k.arg not in moved]
+                last = max(order.index(n) for n in given)
+                for n in order[: last + 1]:
+                    inputs.append(self._constant(given[n], moved[n]) if n in given
+                                  else ast.Constant(None))
+            if outputs > 1 and opname not in symbolic_ops.MULTI_OUTPUT_OPS:
+                self.block(node, f"g.op('{opname}', outputs={outputs}): a variable output count")
+                return node
+            self.out.imports.add(OPSET_IMPORT)
+            return ast.Call(ast.Attribute(ast.Name("op"), opname), inputs, keywords)
+        kinds = tuple((k, symbolic_ops.ATTRIBUTE_SUFFIXES[s]) for k, s, _ in attrs)
+        custom = CustomOp(domain, opname, outputs, kinds)
+        prev = self.out.custom_ops.get(custom.var)
+        if prev is not None:
+            merged = dict(prev.attributes) | dict(kinds)
+            custom = CustomOp(domain, opname, outputs, tuple(sorted(merged.items())))
+        else:
+            custom = CustomOp(domain, opname, outputs, tuple(sorted(kinds)))
+        self.out.custom_ops[custom.var] = custom
+        return ast.Call(ast.Name(custom.var), inputs, keywords)
+
+    def _attribute_value(self, suffix: str, value: ast.expr) -> ast.expr:
+        if suffix == "f" and isinstance(value, ast.Constant) and type(value.value) is int:
+            return ast.Constant(float(value.value))
+        if suffix == "f" and not isinstance(value, ast.Constant):
+            return ast.Call(ast.Name("float"), [value], [])
+        if suffix == "fs" and isinstance(value, (ast.List, ast.Tuple)):
+            return ast.List([ast.Constant(float(e.value)) if isinstance(e, ast.Constant)
+                             and type(e.value) is int else e for e in value.elts], ast.Load())
+        if suffix == "t":
+            self.out.imports.add(IR_IMPORT)
+            if "torch" in _names(value):
+                self.out.imports.add(TORCH_IMPORT)
+            return ast.Call(ast.Attribute(ast.Name("ir"), "tensor"), [value], [])
+        if suffix in ("g", "gs", "ts"):
+            self.block(value, f"a graph or tensor-list attribute (_{suffix})")
+        return value
+
+    def _constant(self, value: ast.expr, onnx_type: str) -> ast.expr:
+        self.out.imports.add(OPSET_IMPORT)
+        key = _ONNX_TYPES[onnx_type]
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            value = ast.List([value], ast.Load())
+        return ast.Call(ast.Attribute(ast.Name("op"), "Constant"), [],
+                        [ast.keyword(key, value)])
+
+
+def _is_none_test(test: ast.expr) -> bool:
+    """``x is None`` / ``x is not None`` / ``_is_none(x)`` (and ``not`` of them): optional
+    inputs arrive as None in a translation too, so the branch stays a Python branch."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _is_none_test(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return all(_is_none_test(v) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        return True
+    return isinstance(test, ast.Call) and _callee(test.func) == "_is_none"
+
+
+def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -> set[str]:
+    """The names holding graph values: tensor parameters and what is computed from them."""
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)][1:]
+    python: set[str] = set()
+    if descriptors is not None:
+        python = {p for p, d in zip(params, descriptors) if d not in ("v",)}
+    graph = {p for p in params if p not in python}
+    # a name re-bound to a _get_const(...) value is a Python value
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and _callee(node.value.func) in _PYTHON_VALUE:
+            graph -= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(func):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value:
+                value = node.value
+                if isinstance(value, ast.Call) and _callee(value.func) in _PYTHON_VALUE:
+                    continue
+                from_graph = bool(_names(value) & graph) or any(
+                    isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                    and isinstance(c.func.value, ast.Name) and c.func.value.id == g
+                    for c in ast.walk(value))
+                if from_graph:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        new = {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} - graph
+                        if new:
+                            graph |= new
+                            changed = True
+    return graph
+
+
+def translate(func: ast.FunctionDef, name: str | None = None,
+              local_functions: frozenset[str] = frozenset()) -> Translation:
+    """The translation of the symbolic ``func`` (``def sym(g, ...)``), named ``name``."""
+    func = copy.deepcopy(func)
+    out_name = name or func.name
+    params = func.args.posonlyargs + func.args.args
+    if not params:
+        return Translation(out_name, blockers=[Blocker(func.lineno, "no graph-context parameter")])
+    g = params[0].arg
+    descriptors = _parse_args(func)
+    tr = _Translator(g, _graph_names(func, g, descriptors), set(local_functions), func.lineno)
+    tr.out.name = out_name
+    for dec in func.decorator_list:
+        if not (isinstance(dec, ast.Call) and _callee(dec.func) == _PARSE_ARGS) \
+                and _callee(dec) != "staticmethod":
+            tr.block(dec, f"decorator {ast.unparse(dec)} has no translation")
+    func.decorator_list = []
+    if func.args.posonlyargs:
+        func.args.posonlyargs = func.args.posonlyargs[1:]
+    else:
+        func.args.args = func.args.args[1:]
+    func.name = out_name
+    func.returns = None
+    for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs):
+        a.annotation = None
+    func.body = [tr.visit(s) for s in func.body]
+    if func.args.vararg and func.args.vararg.arg == g:
+        tr.block(func, "g taken through *args")
+    out = tr.out
+    if out.blockers:
+        out.blockers.sort(key=lambda b: b.line)
+        return out
+    ast.fix_missing_locations(func)
+    out.code = ast.unparse(func)
+    if out.custom_ops:
+        out.imports.update(CUSTOM_OP_IMPORTS)
+    return out
+
+
+def entries(tr: Translation, origin: str, line: int, table_key: str | None,
+            doc: str = "") -> list[Entry]:
+    """The generated module's entries for the translation ``tr`` of the symbolic at
+    ``origin:line``: the custom-op helper and declarations it calls, then the function."""
+    out = []
+    if tr.custom_ops:
+        out.append(Entry(CUSTOM_OP, origin, line, CUSTOM_OP_HELPER, CUSTOM_OP_IMPORTS))
+        out += [Entry(c.var, origin, line, c.declaration()) for c in tr.custom_ops.values()]
+    out.append(Entry(tr.name, origin, line, tr.code, tuple(sorted(tr.imports)), table_key,
+                     doc=doc))
+    return out
