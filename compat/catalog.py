@@ -59,6 +59,9 @@ SHIM_ONLY_TRANSLATIONS: tuple[tuple[str, str, str], ...] = (
      "the shim exported packed sequences as ONNX RNN nodes with sequence_lens (plain torch cannot capture them)"),
     ("model", "captured under torch.no_grad()",
      "the shim captured the model without autograd (plain torch's ONNX conversion fails with it on)"),
+    ("model", "operator overloads re-matched by schema",
+     ("the shim re-matched operator overloads after type promotion (torch 2.9's ONNX conversion "
+      "fails on a parameter times a Python scalar)")),
 )
 
 #: the first torch whose ``torch.onnx.export`` takes ``dynamo=`` (and ``external_data=``,

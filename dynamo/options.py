@@ -91,6 +91,7 @@ def plan(req: ExportRequest) -> Plan:
     _torch_defaults(out)
     _rnn_loops(out)
     _packed_sequences(req, out)
+    _overloads_by_schema(out)
     _opset(req, out)
     _verbose(req, out)
     _operator_export_type(req, out)
@@ -226,6 +227,33 @@ def _packed_sequences(req: ExportRequest, out: Plan) -> None:
     def record(program: Any) -> None:
         if uses.count:
             out.record(NO_CODE, packed_sequences.OPTION, packed_sequences.ACTION)
+
+    out.post_process.append(record)
+
+
+#: the ledger's translation when torch's type promotion needed the shim's overload matching
+#: (compat.catalog.SHIM_ONLY_TRANSLATIONS)
+OVERLOAD_OPTION = "model"
+OVERLOAD_ACTION = ("operator overloads re-matched by schema after type promotion (torch 2.9's pass "
+                   "fails on a parameter times a Python scalar: 'Expected same OpOverload packet, "
+                   "got prim.device != aten.mul')")
+
+
+def _overloads_by_schema(out: Plan) -> None:
+    """On a torch whose type-promotion pass misfinds overloads (``torch_caps``' probe: 2.9), the
+    overload is matched by schema as later torches do (``torch_internals``), recorded when used."""
+    from compat.installed import torch_caps
+
+    from . import rnn_decompositions, torch_internals
+
+    if not torch_caps.type_promotion_misfinds_overloads():
+        return
+    uses = rnn_decompositions.Uses()
+    out.contexts.append(functools.partial(torch_internals.overloads_matched_by_schema, uses))
+
+    def record(program: Any) -> None:
+        if uses.count:
+            out.record(NO_CODE, OVERLOAD_OPTION, OVERLOAD_ACTION)
 
     out.post_process.append(record)
 

@@ -638,3 +638,58 @@ def check() -> list[str]:
         except (ImportError, AttributeError):
             missing.append(f"{module}.{attr}")
     return missing
+
+
+#: the uses counter of the current export's schema overload matching (None: torch's own pass)
+_OVERLOAD_USES: contextvars.ContextVar[Any] = contextvars.ContextVar("compat_overload_uses", default=None)
+
+
+@contextlib.contextmanager
+def overloads_matched_by_schema(uses: Any) -> Iterator[None]:
+    """While open, where torch's type-promotion pass fails to re-find a promoted node's overload
+    (``torch_caps.type_promotion_misfinds_overloads``: torch 2.9 traces dispatch and sees
+    ``prim.device``), the overload is matched by schema, as later torches do; ``uses.count``
+    counts those nodes. Scoped to this context (a ``ContextVar``): other threads' exports and
+    plain ``torch.onnx.export`` keep torch's own pass and its failure."""
+    _install_overload_wrapper()
+    token = _OVERLOAD_USES.set(uses)
+    try:
+        yield
+    finally:
+        _OVERLOAD_USES.reset(token)
+
+
+@functools.cache
+def _install_overload_wrapper() -> None:
+    module_name, name = torch_caps.TYPE_PROMOTION_OVERLOAD
+    module = importlib.import_module(module_name)
+    original = getattr(module, name, None)
+    if original is None:
+        raise _moved(f"{module_name}.{name}")
+
+    @functools.wraps(original)
+    def find(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            return original(op, args, kwargs)
+        except AssertionError:
+            uses = _OVERLOAD_USES.get()
+            if uses is None:
+                raise
+            overload = overload_by_schema(op, args, kwargs)
+            uses.count += 1
+            return overload
+
+    setattr(module, name, find)
+
+
+def overload_by_schema(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The first overload of the packet ``op`` whose schema accepts ``args``/``kwargs``."""
+    check = _need("torch._C", "_check_schema_allow_fake_script_object")
+    for overload_name in op.overloads():
+        overload = getattr(op, overload_name)
+        try:
+            check(overload._schema, *args, **kwargs)
+        except RuntimeError:
+            continue
+        return overload
+    raise RuntimeError(f"no overload of {op} accepts the promoted arguments")

@@ -127,6 +127,41 @@ def torchlib_min_opset() -> int:
         return DYNAMO_MIN_OPSET
 
 
+#: torch's ONNX type-promotion pass and the function in it that re-finds an operator's overload
+TYPE_PROMOTION_OVERLOAD = ("torch.onnx._internal.fx.passes.type_promotion", "find_compatible_op_overload")
+
+
+@functools.cache
+def type_promotion_misfinds_overloads() -> bool:
+    """torch's ONNX type-promotion pass fails on a parameter times a Python scalar (``self.w * 2``:
+    ConversionError "Expected same OpOverload packet, got prim.device != aten.mul", torch 2.9).
+
+    The pass re-finds the promoted node's overload by tracing what the op dispatches, and on fake
+    tensors the first op traced is ``prim.device``; later torches match the overloads' schemas.
+    Probed by running torch's function on that case (fake tensors, no export): True on 2.9.0 and
+    2.9.1, False where the function is fixed or gone."""
+    if not has_dynamo_exporter():
+        return False
+    from compat.installed.torch_internals import lookup
+
+    try:
+        find = lookup(*TYPE_PROMOTION_OVERLOAD)
+        fake_mode = lookup("torch._subclasses.fake_tensor", "FakeTensorMode")
+    except (ImportError, AttributeError):
+        return False
+    import torch
+
+    with fake_mode():
+        weight, two = torch.nn.Parameter(torch.ones(2)), torch.tensor(2.0)
+    try:
+        find(torch.ops.aten.mul, (weight, two), {})
+    except AssertionError:
+        return True
+    except Exception:  # noqa: BLE001 - any other failure is not this bug: torch's pass runs as is
+        return False
+    return False
+
+
 # --- custom symbolics on the torch.export route (private internals live in dynamo/torch_internals.py)
 
 #: the private torch modules and attributes the symbolics adapter relies on

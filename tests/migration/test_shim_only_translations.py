@@ -71,9 +71,37 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
+class ParameterTimesScalar(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return x + self.w * 2
+
+
+def _type_promotion_fault() -> bool:
+    from compat.installed import torch_caps
+
+    return torch_caps.type_promotion_misfinds_overloads()
+
+
+#: recorded only on a torch with that fault (torch 2.9): skipped elsewhere, with the reason
+FAULT_CASES = {
+    "overloads re-matched by schema": (ParameterTimesScalar, (torch.randn(2, 3),), {},
+                                       "re-matched operator overloads", _type_promotion_fault),
+}
+
+
+@pytest.mark.parametrize("case", [*CASES, *FAULT_CASES])
 def test_recorded_translation_keeps_the_call_site_on_the_shim(case, tmp_path):
-    build, args, options, reason = CASES[case]
+    if case in FAULT_CASES:
+        *spec, fault = FAULT_CASES[case]
+        if not fault():
+            pytest.skip(f"torch {torch.__version__} has not the fault this translation works around")
+        build, args, options, reason = spec
+    else:
+        build, args, options, reason = CASES[case]
     torch.manual_seed(0)
     model = build().eval()
     with warnings.catch_warnings():
