@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import stat
+import sys
 import threading
 from collections.abc import Callable
 
@@ -69,6 +70,7 @@ def atomic_write(
     try:
         try:
             keep_owner_and_mode(fd, st, require_owner=require_owner)
+            preallocate(fd, len(data))
             _write_all(fd, data)
             if durable:
                 os.fsync(fd)
@@ -136,6 +138,42 @@ def _create_temp(folder: str, name: str) -> tuple[int, str]:
             base = f".{name}.{secrets.token_hex(4)}"
         except PermissionError as exc:
             raise FolderNotWritable(exc) from exc
+
+
+_fallocate: Callable[..., int] | None = None
+_fallocate_lock = threading.Lock()
+
+
+def preallocate(fd: int, size: int) -> None:
+    """Reserve ``size`` bytes of disk for the empty file ``fd`` (Linux ``fallocate``; nothing
+    elsewhere, or where the file system lacks it: no zero-filling emulation).
+
+    Why: ext4 (``auto_da_alloc``, its default) flushes a file's delayed-allocation blocks to disk
+    when the file is renamed over an existing one, which made the ``os.replace`` of a 24 MB model
+    cost ~19 ms (as ``open(f, "wb")`` truncating an existing file does on close, torch's own
+    write). Blocks allocated up front are not delayed: the rename stays a metadata operation.
+    """
+    global _fallocate
+    if size <= 0 or not sys.platform.startswith("linux"):
+        return
+    if _fallocate is None:
+        with _fallocate_lock:
+            if _fallocate is None:
+                try:
+                    import ctypes
+
+                    libc = ctypes.CDLL(None, use_errno=True)
+                    function = getattr(libc, "fallocate64", None) or libc.fallocate  # 64-bit off_t
+                    function.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+                    function.restype = ctypes.c_int
+                except (ImportError, OSError, AttributeError):
+                    function = _no_fallocate
+                _fallocate = function
+    _fallocate(fd, 0, 0, size)  # a failure (EOPNOTSUPP, ENOSPC) leaves the plain write to try
+
+
+def _no_fallocate(fd: int, mode: int, offset: int, size: int) -> int:
+    return -1
 
 
 def _write_all(fd: int, data: bytes) -> None:
