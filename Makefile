@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-slow test-no-torchscript bench bench-venv lint clean matrix matrix-venv dist
+.PHONY: install symbolic-sources demo test test-slow test-no-torchscript bench bench-venv lint clean matrix matrix-venv dist
 
 $(STAMP): pyproject.toml requirements-pinned.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -12,7 +12,13 @@ $(STAMP): pyproject.toml requirements-pinned.txt
 	$(VPY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) symbolic-sources
+
+# The pinned wheels carrying real third-party symbolics (requirements-symbolic-sources.txt, about
+# 12 MB, downloaded once, read not installed) for tests/symbolics/test_real_symbolic_suite.py and
+# bench_real_symbolics; without a registry their cases skip with the reason.
+symbolic-sources: $(STAMP)
+	-$(VPY) benchmarks/real_symbolics/sources.py
 
 demo: $(STAMP)
 	$(VPY) examples/demo.py

@@ -1,0 +1,58 @@
+"""The real third-party symbolics suite (issue 31, ``benchmarks/real_symbolics``): each case,
+exported on the torch.export route in this process's mode (TorchScript present, or hidden in
+``make test-no-torchscript``), has the TorchScript exporter's custom nodes, op kinds and
+onnxruntime values, or fails naming its symbolic; never a silent skip.
+
+The reference is the TorchScript exporter's model of every case, made once in a child process
+where the exporter is not hidden (a golden model, as the TorchScript exporter's own output: the
+route under test never calls it). Cases whose package or pinned source wheel is absent skip
+with the reason (``make symbolic-sources`` downloads the wheels).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+from real_symbolics.cases import CASES  # noqa: E402
+from real_symbolics.harness import export, judge  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+#: cases the TorchScript exporter itself cannot export on current torch (their forward or
+#: symbolic trips it): no reference, so they are left out, as bench_real_symbolics counts them
+NO_REFERENCE = {"mmdeploy.onnx_nms", "mmdeploy.onnx_nms_match", "mmdeploy.onnx_nms_rotated"}
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("torchscript-reference")
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT"}
+    names = [c.name for c in CASES if c.name not in NO_REFERENCE and not c.missing()]
+    subprocess.run([sys.executable, "-m", "real_symbolics.harness", "--mode", "torchscript",
+                    "--out", str(out), "--case", *names], cwd=BENCH, env=env, check=False,
+                   capture_output=True, timeout=900)
+    results = out / "results.json"
+    return out, json.loads(results.read_text()) if results.exists() else {}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name not in NO_REFERENCE], ids=lambda c: c.name)
+def test_real_symbolic_applied_as_torchscript_exports_it(case, references, tmp_path):
+    missing = case.missing()
+    if missing:
+        pytest.skip(missing)
+    ref_dir, refs = references
+    ref = refs.get(case.name)
+    if ref is None or not ref.get("ok"):
+        pytest.skip(f"no TorchScript reference for {case.name}: {ref and ref.get('error')}")
+    ours = export(case, "dynamo", tmp_path / "ours.onnx")
+    verdict = judge(case, ref, ours, ref_dir / f"{case.name}.onnx", tmp_path / "ours.onnx")
+    assert verdict["verdict"] == "match", verdict["reason"]
