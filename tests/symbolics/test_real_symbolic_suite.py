@@ -22,8 +22,8 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
-from real_symbolics.cases import CASES  # noqa: E402
-from real_symbolics.harness import export, judge  # noqa: E402
+from real_symbolics.cases import CASES
+from real_symbolics.harness import export, judge
 
 pytestmark = pytest.mark.slow
 
