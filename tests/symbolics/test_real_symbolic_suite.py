@@ -56,3 +56,28 @@ def test_real_symbolic_applied_as_torchscript_exports_it(case, references, tmp_p
     ours = export(case, "dynamo", tmp_path / "ours.onnx")
     verdict = judge(case, ref, ours, ref_dir / f"{case.name}.onnx", tmp_path / "ours.onnx")
     assert verdict["verdict"] == "match", verdict["reason"]
+
+
+#: the route's outcome where the TorchScript exporter has none: the symbolic's node, or a refusal
+BEYOND_REFERENCE = {
+    "mmdeploy.onnx_nms": ("", "NonMaxSuppression"),
+    "mmdeploy.onnx_nms_rotated": ("mmdeploy", "NMSRotated"),
+    "mmdeploy.onnx_nms_match": None,  # a data-dependent forward: refused naming the symbolic
+}
+
+
+@pytest.mark.parametrize("name", sorted(BEYOND_REFERENCE))
+def test_cases_the_torchscript_exporter_fails_export_or_are_refused_by_name(name, tmp_path):
+    import onnx
+
+    case = next(c for c in CASES if c.name == name)
+    missing = case.missing()
+    if missing:
+        pytest.skip(missing)
+    ours = export(case, "dynamo", tmp_path / "ours.onnx")
+    if BEYOND_REFERENCE[name] is None:
+        assert not ours["ok"] and "ONNXNMSMatchOp.symbolic" in ours["error"], ours
+        return
+    assert ours["ok"], ours
+    nodes = {(n.domain, n.op_type) for n in onnx.load(str(tmp_path / "ours.onnx")).graph.node}
+    assert BEYOND_REFERENCE[name] in nodes
