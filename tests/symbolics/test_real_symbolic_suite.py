@@ -81,3 +81,28 @@ def test_cases_the_torchscript_exporter_fails_export_or_are_refused_by_name(name
     assert ours["ok"], ours
     nodes = {(n.domain, n.op_type) for n in onnx.load(str(tmp_path / "ours.onnx")).graph.node}
     assert BEYOND_REFERENCE[name] in nodes
+
+
+
+@pytest.mark.parametrize("name", ["mmdeploy.layer_norm", "onnxruntime.gelu"])
+def test_the_judge_calls_an_export_without_the_symbolic_a_silent_skip(name, references, tmp_path):
+    """The verdicts mean something: the same model exported without its registration (torch's
+    own translation: LayerNormalization, an Erf-based Gelu) is judged a silent skip."""
+    import warnings
+
+    import compat
+
+    case = next(c for c in CASES if c.name == name)
+    if case.missing():
+        pytest.skip(case.missing())
+    ref_dir, refs = references
+    if not refs.get(name, {}).get("ok"):
+        pytest.skip(f"no TorchScript reference for {name}")
+    setup = case.build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(setup.model.eval(), setup.args, str(tmp_path / "plain.onnx"), route="dynamo",
+                      opset_version=setup.opset)
+    verdict = judge(case, refs[name], {"ok": True, "names": []}, ref_dir / f"{name}.onnx",
+                    tmp_path / "plain.onnx")
+    assert verdict["verdict"] == "silent", verdict
