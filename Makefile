@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-slow test-no-torchscript bench bench-venv lint clean matrix matrix-venv dist
+.PHONY: install symbolic-sources demo test test-slow test-no-torchscript bench bench-venv lint clean matrix matrix-venv dist
 
 $(STAMP): pyproject.toml requirements-pinned.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -12,27 +12,34 @@ $(STAMP): pyproject.toml requirements-pinned.txt
 	$(VPY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) symbolic-sources
+
+# The pinned wheels carrying real third-party symbolics (requirements-symbolic-sources.txt, about
+# 12 MB, downloaded once, read not installed) for tests/symbolics/test_real_symbolic_suite.py and
+# bench_real_symbolics (the test and bench targets ask for it: CI runs no `make install`); without
+# a registry their cases skip with the reason.
+symbolic-sources: $(STAMP)
+	-$(VPY) benchmarks/real_symbolics/sources.py
 
 demo: $(STAMP)
 	$(VPY) examples/demo.py
 
 # make test: every test but those marked slow (fresh processes, one export per catalog case);
 # make test-slow runs those (CI runs both, in two steps). Timings: README, Tests.
-test: $(STAMP)
+test: $(STAMP) symbolic-sources
 	$(VPY) -m pytest -n 2 --dist worksteal -q -m "not slow" tests
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) symbolic-sources
 	$(VPY) -m pytest -n 2 --dist worksteal -q -m slow tests
 
 # The suite as on a torch that has removed the TorchScript exporter: the capability probe reports
 # none (TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT=1), tests that need it are skipped with that reason
 # (tests/helpers/no_torchscript.py). NO_TS_ARGS picks the tests.
 NO_TS_ARGS ?= -n 2 --dist worksteal -q tests
-test-no-torchscript: $(STAMP)
+test-no-torchscript: $(STAMP) symbolic-sources
 	TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT=1 $(VPY) -m pytest $(NO_TS_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) symbolic-sources
 	$(VPY) benchmarks/run_all.py
 
 lint: $(STAMP)

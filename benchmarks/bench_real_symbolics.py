@@ -89,7 +89,12 @@ def run(quick: bool = False, only: list[str] | None = None) -> dict[str, Any]:
                 skipped[case.name] = ref.get("skipped") or ref["case_error"]
                 continue
             if not ref["ok"]:
-                no_reference[case.name] = ref["error"][:300]
+                ours = {c: results[c][case.name] for c in ("present", "hidden")}
+                no_reference[case.name] = (
+                    f"TorchScript exporter: {ref['error'][:200]}; ours: " + ", ".join(
+                        f"{c} " + ("exported" if o.get("ok") else "refused by name"
+                                   if any(n in o.get("error", "") for n in o.get("names", ())) else "failed")
+                        for c, o in ours.items()))
                 continue
             row = {}
             for c in ("present", "hidden"):
@@ -120,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, why in rows.items():
             print(f"    {c} {name}: {why[:200]}")
     for name, why in {**result["skipped"], **result["no_reference"]}.items():
-        print(f"    not judged {name}: {why[:160]}")
+        print(f"    not judged {name}: {why[:300]}")
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1))
     return 0

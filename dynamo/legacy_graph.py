@@ -10,8 +10,10 @@ appended to the new exporter's graph as ONNX IR nodes (old-opset forms rewritten
 
 from __future__ import annotations
 
+import contextlib
 import numbers
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,36 @@ REASON_NO_FAKE = "autograd.Function forward has no fake kernel"
 def qualname(fn: Any) -> str:
     mod = getattr(fn, "__module__", None) or "?"
     return f"{mod}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+_FUNCTIONS = threading.local()
+
+
+@contextlib.contextmanager
+def collect_functions() -> Iterator[list[Any]]:
+    """The onnxscript functions symbolics call through ``g.onnxscript_op`` during the block
+    (this thread's), for the export to add to the model (``add_functions``)."""
+    outer = getattr(_FUNCTIONS, "active", None)
+    _FUNCTIONS.active = collected = []
+    try:
+        yield collected
+    finally:
+        _FUNCTIONS.active = outer
+
+
+def add_functions(model: Any, functions: Sequence[Any]) -> None:
+    """Add each onnxscript function (and the opsets its body imports) to ``model``'s functions."""
+    import onnx_ir as ir
+
+    for fn in functions:
+        function = ir.serde.deserialize_function(fn.to_function_proto())
+        if function.identifier() in model.functions:
+            continue
+        model.functions[function.identifier()] = function
+        for domain, version in function.opset_imports.items():
+            if domain != "":  # the default domain's version is the model's (down-conversion)
+                model.opset_imports.setdefault(domain, version)
+        model.opset_imports.setdefault(function.domain, 1)
 
 
 @dataclass
@@ -137,6 +169,9 @@ def call_symbolic(
             raise LegacyOnly(REASON_FAILED, f"a call that failed in our graph context "
                              f"({type(exc).__name__}: {exc})").named(name) from exc
     outs = _flatten_outputs(result, name)
+    active = getattr(_FUNCTIONS, "active", None)
+    if active is not None:
+        active.extend(f for f in run.g.onnx_functions if f not in active)
     if n_outputs is not None and len(outs) != n_outputs:
         raise RuntimeError(f"symbolic {name} returned {len(outs)} outputs; the op has {n_outputs}")
     try:

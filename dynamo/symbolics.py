@@ -157,6 +157,8 @@ def export_context(req: ExportRequest) -> Iterator[SymbolicPlan]:
     plan.post_process.append(_check_none_outputs)
 
     with contextlib.ExitStack() as stack:
+        functions = stack.enter_context(legacy_graph.collect_functions())
+        plan.post_process.append(lambda program: legacy_graph.add_functions(program.model, functions))
         # opened even when no such Function is loaded yet: a forward may import one
         fn_session = stack.enter_context(autograd_functions.session(
             on_limit=state.on_limit,

@@ -1,9 +1,8 @@
 """The one home of the private torch internals the torch.export route touches.
 
 The custom-symbolics adapter's pieces are listed in ``compat.installed.torch_caps``
-(``SYMBOLICS_INTERNALS``), the route's others in ``ROUTE_INTERNALS`` here: TorchScript IR types
-(``torch._C``) the legacy graph context builds with, ``autograd.Function`` and ``torch.library``
-internals the opaque-Function session uses, symbolic-shape queries, and ``torch.utils._pytree``.
+(``SYMBOLICS_INTERNALS``: torch's symbolic registry and the new exporter's tracer), the route's
+others in ``ROUTE_INTERNALS`` here: ``autograd.Function`` and ``torch.library`` internals the opaque-Function session uses, symbolic-shape queries, and ``torch.utils._pytree``.
 ``check()`` names whatever a torch upgrade moved; ``tests/symbolics/test_torch_internals.py`` and
 ``tests/dynamo/test_route_internals.py`` fail loudly on that torch. A piece that is gone when
 used raises ``TorchInternalsMoved`` (never a silent default). Nothing here imports onnx or
@@ -27,13 +26,6 @@ from compat.installed.torch_internals import need as _need
 
 #: the route's other private torch pieces: (module, dotted attribute)
 ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
-    ("torch._C", "Graph"),
-    ("torch._C", "Value"),
-    ("torch._C", "TensorType"),
-    ("torch._C", "TensorType.create_from_tensor"),
-    ("torch._C", "TensorType.get"),
-    ("torch._C", "NoneType.get"),
-    ("torch.onnx._internal.torchscript_exporter._type_utils", "JitScalarType.from_dtype"),
     ("torch._ops", "OpOverload"),
     ("torch", "ops.aten.add.Tensor._schema"),
     ("torch", "Tensor._is_view"),
@@ -152,91 +144,12 @@ def _load_builtin_symbolics() -> None:
     trigger()
 
 
-def graph_context_class() -> type:
-    """``jit_utils.GraphContext``: the ``g`` legacy symbolics receive."""
-    return _get(*torch_caps.SYMBOLICS_INTERNALS[1])
-
-
-@contextlib.contextmanager
-def legacy_globals(opset: int) -> Iterator[None]:
-    """Make symbolic_helper/opsetN helpers see ``opset`` as the export opset, then restore."""
-    g = _get(*torch_caps.SYMBOLICS_INTERNALS[2])
-    saved = (g.export_onnx_opset_version, g.in_onnx_export)
-    g.export_onnx_opset_version = opset
-    g.in_onnx_export = True
-    try:
-        yield
-    finally:
-        g.export_onnx_opset_version, g.in_onnx_export = saved
-
-
-def scalar_type_analysis(graph: Any, opset: int) -> None:
-    """The TorchScript exporter's scalar type promotion pass, run on ``graph`` in place
-    (wrapped-number constants take the dtype of the tensor operand)."""
-    module, attr = torch_caps.SYMBOLICS_INTERNALS[6]
-    try:
-        run = _get(module, attr)
-    except AttributeError:
-        return  # a torch without it: strict validation of the result reports any mismatch
-    run(graph, True, opset)
-
-
-def clear_shape_records(opset: int) -> None:
-    """Forget the shapes torch's per-node ONNX inference recorded by value name (a global map
-    the TorchScript exporter clears per export): scratch graphs reuse names, so a stale entry
-    would give a new symbolic's values the shapes of an earlier one's."""
-    import torch
-
-    module, attr = torch_caps.SYMBOLICS_INTERNALS[7]
-    try:
-        run = _get(module, attr)
-    except AttributeError:
-        return
-    run(torch._C.Graph(), {}, opset)  # clears the map on entry and exit
-
-
 def current_tracer() -> Any:
     """The new exporter's recorder of the node being translated (has a ``nodes`` list)."""
     tracer = _get(*torch_caps.SYMBOLICS_INTERNALS[0])
     if tracer is None:
         raise RuntimeError("no ONNX graph under construction (called outside a translation)")
     return tracer
-
-
-# ---------------------------------------------------------------- TorchScript IR types (torch._C)
-
-
-def new_jit_graph() -> Any:
-    """An empty ``torch._C.Graph`` (the scratch graph a legacy symbolic builds into)."""
-    return _need("torch._C", "Graph")()
-
-
-def is_jit_value(x: Any) -> bool:
-    return isinstance(x, _need("torch._C", "Value"))
-
-
-def is_jit_tensor_type(t: Any) -> bool:
-    return isinstance(t, _need("torch._C", "TensorType"))
-
-
-def jit_tensor_type(dtype: Any, sizes: list[int | None] | None) -> Any:
-    """A ``TensorType`` of ``dtype`` with ``sizes`` (None entries: symbolic), or rank-unknown."""
-    import torch
-
-    if sizes is None:
-        return _need("torch._C", "TensorType.get")().with_dtype(dtype)
-    create = _need("torch._C", "TensorType.create_from_tensor")
-    return create(torch.empty(0, dtype=dtype)).with_sizes(sizes)
-
-
-def jit_none_type() -> Any:
-    return _need("torch._C", "NoneType.get")()
-
-
-def jit_scalar_type(dtype: Any) -> int:
-    """The TorchScript exporter's scalar-type code of a torch dtype (what symbolics receive)."""
-    jit_scalar = _need("torch.onnx._internal.torchscript_exporter._type_utils", "JitScalarType")
-    return int(jit_scalar.from_dtype(dtype))
 
 
 def op_schema(overload: Any) -> Any:

@@ -18,18 +18,6 @@ def test_every_route_internal_is_where_we_expect():
     )
 
 
-def test_ir_type_accessors_build_real_torchscript_types():
-    graph = torch_internals.new_jit_graph()
-    value = graph.addInput()
-    value.setType(torch_internals.jit_tensor_type(torch.float16, [2, None]))
-    assert torch_internals.is_jit_value(value)
-    assert torch_internals.is_jit_tensor_type(value.type())
-    assert value.type().dtype() == torch.float16 and value.type().sizes() is None  # symbolic dim
-    assert value.type().varyingSizes() == [2, None]
-    assert not torch_internals.is_jit_tensor_type(torch_internals.jit_none_type())
-    assert torch_internals.jit_scalar_type(torch.int64) == 4  # JitScalarType.INT64
-
-
 def test_function_library_and_shape_accessors():
     class Old(torch.autograd.Function):
         @staticmethod

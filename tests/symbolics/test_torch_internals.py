@@ -16,7 +16,3 @@ def test_private_internals_are_where_we_expect():
     assert torch_caps.has_exporter_tracer()
     assert torch_internals.original_register().__module__.endswith("torchscript_exporter.utils")
 
-
-def test_graph_context_still_relays_to_the_raw_graph():
-    # the limit detection for raw _C.Graph methods relies on GraphContext.__getattr__
-    assert "__getattr__" in vars(torch_internals.graph_context_class())
