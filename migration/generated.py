@@ -151,7 +151,7 @@ def _rank(entry: Entry, entries: Iterable[Entry]) -> int:
                      if line.strip() and not line.lstrip().startswith("#"))
     if not code.startswith(("def ", "@", "class ")):
         return 1
-    called = re.compile(rf"\b{re.escape(entry.name)}\(")
+    called = re.compile(rf"\b{re.escape(entry.name)}\b")
     used = any(_rank(e, ()) == 1 and called.search(e.code) for e in entries if e is not entry)
     return 0 if used else 2
 

@@ -2,7 +2,9 @@
 
 ``register_custom_op_symbolic("ns::op", fn, opset)`` with ``fn`` a function of this module:
 ``fn``'s source becomes a translation keyed by ``torch.ops.<ns or aten>.<op>.default``;
-an ``autograd.Function`` with a ``symbolic`` staticmethod: see ``function_ops.py``. An export
+an ``autograd.Function`` with a ``symbolic`` staticmethod becomes a ``torch.library`` op
+(``function_ops.py``) whose translation is its symbolic's, and its ``.apply`` calls use the op
+while torch.export captures the model. An export
 call of the module then passes ``custom_translation_table=<module>_onnx.translation_table()``
 with ``dynamo=True``; a symbolic that cannot be translated (or a registration this tool cannot
 read) keeps the call on ``compat.export``, with the reason and line (ONX304).
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import generated, symbolic_translate
 from .analysis import Context, literal
+from .function_ops import FunctionOp
 from .generated import Entry
 
 
@@ -27,6 +30,9 @@ class SymbolicPlan:
     blocked: list[tuple[int, str, str]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # the symbolics translated
     registrations: list[ast.Call] = field(default_factory=list)  # the legacy registration calls
+    #: autograd.Functions that become ops, and the ``Fn.apply(...)`` calls to route to them
+    functions: list[FunctionOp] = field(default_factory=list)
+    applies: list[tuple[ast.Call, FunctionOp]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -60,11 +66,18 @@ def _plan(ctx: Context) -> SymbolicPlan:
     defs = {n.name: n for n in ctx.tree.body if isinstance(n, ast.FunctionDef)}
     local = frozenset(defs)
     path = ctx.path if ctx.path and ctx.path != "-" else ""
+    namespace = generated.module_name(path) if path else "migrated"
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
-            out.blocked.append((node.lineno, f"{node.name}.symbolic",
-                                "an autograd.Function's symbolic (no torch.library op yet)"))
+            fop = FunctionOp(node, namespace, path, local)
+            if fop.blockers:
+                line, why = fop.blockers[0]
+                out.blocked.append((line, f"{node.name}.symbolic", why))
+            else:
+                out.functions.append(fop)
+                out.entries += fop.entries
+                out.names.append(f"{node.name}.symbolic")
             continue
         if not (isinstance(node, ast.Call) and _callee(node.func) == "register_custom_op_symbolic"):
             continue
@@ -100,6 +113,12 @@ def _plan(ctx: Context) -> SymbolicPlan:
             continue
         out.names.append(f"{fn.id} ({name})")
         out.entries += entries
+    by_name = {f.cls.name: f for f in out.functions}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "apply" and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in by_name:
+            out.applies.append((node, by_name[node.func.value.id]))
     if not path:
         out.blocked.append((1, "?", "source read from stdin: no module to generate beside it"))
     elif out.entries:

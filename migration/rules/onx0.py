@@ -351,6 +351,10 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         edits += [Edit("add", ec.key, ("custom_translation_table",
                                        f"{module}.translation_table()")), imports]
         route.generated = tuple(translations.entries)
+        if translations.applies:
+            torch_ref, torch_imports = ctx.import_module("torch", ec.scope)
+            edits += [*(Edit("func", ctx.key(call), (fop.call_site(module, torch_ref),))
+                        for call, fop in translations.applies), *torch_imports]
     elif translations is not None:
         return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file

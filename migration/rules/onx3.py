@@ -76,5 +76,9 @@ def check_class(ctx: Context, node: ast.ClassDef, scope: list[Scope]) -> None:
         return
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "symbolic":
-            ctx.emit("ONX302", stmt, note=f"{node.name}.symbolic")
+            translations = symbolic_plan.plan(ctx)
+            done = translations.ok and any(f.cls is node for f in translations.functions)
+            note = (f"{node.name}.symbolic: a torch.library op with its translation in "
+                    f"{generated.module_name(ctx.path)}.py" if done else f"{node.name}.symbolic")
+            ctx.emit("ONX302", stmt, note=note)
             return
