@@ -129,8 +129,8 @@ class FunctionOp:
         forward = copy.deepcopy(forward)
         params = forward.args.posonlyargs + forward.args.args
         if not params or forward.args.vararg or forward.args.kwarg or forward.args.kwonlyargs:
-            self.blockers.append((forward.lineno, "its forward takes *args, **kwargs or "
-                                                  "keyword-only parameters"))
+            why = "its forward takes *args, **kwargs or keyword-only parameters"
+            self.blockers.append((forward.lineno, why))
             return
         ctx_name = params[0].arg
         body, why = _forward_body(forward, ctx_name)

@@ -69,7 +69,7 @@ _TS_HELPERS = frozenset({"_get_tensor_sizes", "_get_tensor_rank", "_get_tensor_d
                          "_type_promote_from_values", "_is_tensor", "_is_list", "_is_value",
                          "_is_packed_list", "_try_get_scalar_type", "_is_fp", "_is_bool",
                          "_maybe_cast_reduce_op_input", "_slice_helper", "_size_helper"})
-_ONNX_TYPES = {"INT64": "value_ints", "FLOAT": "value_floats"}
+_CONSTANT_KEYS = {"INTS": "value_ints", "FLOAT": "value_float"}
 
 
 @dataclass(frozen=True)
@@ -300,8 +300,8 @@ class _Translator(ast.NodeTransformer):
 
     def _constant(self, value: ast.expr, onnx_type: str) -> ast.expr:
         self.out.imports.add(OPSET_IMPORT)
-        key = _ONNX_TYPES[onnx_type]
-        if not isinstance(value, (ast.List, ast.Tuple)):
+        key = _CONSTANT_KEYS[onnx_type]
+        if onnx_type == "INTS" and not isinstance(value, (ast.List, ast.Tuple)):
             value = ast.List([value], ast.Load())
         return ast.Call(ast.Attribute(ast.Name("op"), "Constant"), [],
                         [ast.keyword(key, value)])
