@@ -39,6 +39,7 @@ EXPECTED = (
     "bench_dynamo_overhead",
     "bench_acceptance",
     "bench_baked",
+    "bench_real_symbolics",
 )
 
 

@@ -102,6 +102,9 @@ class SymbolicGraph:
         kind_name = f"{domain or 'onnx'}::{op}"
         node = SymbolicNode(kind_name, inputs, attrs, int(outputs), self)
         self.nodes.append(node)
+        # the scalar type analysis now, not only at emission: the output type the symbolic reads
+        # back (and ONNX inference of the nodes after it) must see ``half * x`` as x's dtype
+        promote_scalars([node], self)
         _infer_types(node)
         outs = node.outputs()
         return outs[0] if int(outputs) == 1 else tuple(outs)
