@@ -63,7 +63,10 @@ def plan(ctx: Context) -> SymbolicPlan:
 
 def _plan(ctx: Context) -> SymbolicPlan:
     out = SymbolicPlan()
-    defs = {n.name: n for n in ctx.tree.body if isinstance(n, ast.FunctionDef)}
+    defs: dict[str, ast.FunctionDef] = {}
+    for n in ast.walk(ctx.tree):  # nested ones too (onnxruntime's register() defines its own)
+        if isinstance(n, ast.FunctionDef):
+            defs.setdefault(n.name, n)
     local = frozenset(defs)
     path = ctx.path if ctx.path and ctx.path != "-" else ""
     namespace = generated.module_name(path) if path else "migrated"

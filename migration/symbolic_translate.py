@@ -218,6 +218,19 @@ class _Translator(ast.NodeTransformer):
             return node
         return self.generic_visit(node)
 
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        """A helper defined inside the symbolic taking ``g`` first: its ``g`` goes too."""
+        params = node.args.posonlyargs or node.args.args
+        if params and params[0].arg == self.g:
+            params.pop(0)
+            self.local.add(node.name)
+        return self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
+        if node.module and re.match(r"torch\.onnx\.(symbolic_|_internal)", node.module):
+            return ast.Pass()  # its names, if used, are blockers where they are called
+        return node
+
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id == self.g:
             self.block(node, "uses the graph context g other than through g.op")
@@ -321,13 +334,32 @@ def _is_none_test(test: ast.expr) -> bool:
     return isinstance(test, ast.Call) and _callee(test.func) == "_is_none"
 
 
+def _op_inputs(func: ast.FunctionDef, g: str) -> set[str]:
+    """Names passed as inputs (positional arguments) of ``g.op`` or of calls passing ``g``."""
+    out: set[str] = set()
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        is_op = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == g
+        passes_g = any(isinstance(a, ast.Name) and a.id == g for a in node.args)
+        if is_op or passes_g:
+            for a in node.args[1:] if is_op else node.args:
+                out |= _names(a)
+    return out
+
+
 def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -> set[str]:
-    """The names holding graph values: tensor parameters and what is computed from them."""
+    """The names holding graph values: tensor parameters and what is computed from them.
+
+    With ``@parse_args`` its ``"v"`` parameters; without, the parameters the symbolic passes
+    as node inputs (a Function's symbolic receives its non-tensor arguments as Python values,
+    and an aten symbolic reads constants through ``_get_const`` first)."""
     params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)][1:]
-    python: set[str] = set()
     if descriptors is not None:
-        python = {p for p, d in zip(params, descriptors) if d not in ("v",)}
-    graph = {p for p in params if p not in python}
+        graph = {p for p, d in zip(params, descriptors) if d == "v"}
+    else:
+        graph = set(params) & _op_inputs(func, g)
     # a name re-bound to a _get_const(...) value is a Python value
     for node in ast.walk(func):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
@@ -365,11 +397,15 @@ def translate(func: ast.FunctionDef, name: str | None = None,
         return Translation(out_name, blockers=[Blocker(func.lineno, "no graph-context parameter")])
     g = params[0].arg
     descriptors = _parse_args(func)
-    tr = _Translator(g, _graph_names(func, g, descriptors), set(local_functions), func.lineno)
+    nested = {n.name for n in ast.walk(func) if isinstance(n, ast.FunctionDef) and n is not func
+              and (n.args.posonlyargs or n.args.args)
+              and (n.args.posonlyargs or n.args.args)[0].arg == g}
+    tr = _Translator(g, _graph_names(func, g, descriptors), set(local_functions) | nested,
+                     func.lineno)
     tr.out.name = out_name
     for dec in func.decorator_list:
-        if not (isinstance(dec, ast.Call) and _callee(dec.func) == _PARSE_ARGS) \
-                and _callee(dec) != "staticmethod":
+        callee = _callee(dec.func) if isinstance(dec, ast.Call) else _callee(dec)
+        if callee not in (_PARSE_ARGS, "staticmethod") and "register" not in callee.lower():
             tr.block(dec, f"decorator {ast.unparse(dec)} has no translation")
     func.decorator_list = []
     if func.args.posonlyargs:
