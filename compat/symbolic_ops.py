@@ -117,3 +117,13 @@ MULTI_OUTPUT_OPS = frozenset({
     "TopK", "LSTM", "GRU", "RNN", "BatchNormalization", "Dropout", "MaxPool", "Unique",
     "DynamicQuantizeLinear", "LayerNormalization", "If", "Loop", "Scan",
 })
+#: torch's own TorchScript symbolics a legacy symbolic may call (``symbolic_opset9.sub(g, a, b)``)
+#: -> the onnxscript torch_lib module whose ``aten_<name>`` the new exporter uses for the same op
+TORCHLIB_MODULES: dict[str, str] = {
+    **dict.fromkeys((
+        "abs", "add", "cat", "clamp", "div", "dropout", "exp", "expand", "log", "masked_fill",
+        "matmul", "mul", "neg", "pow", "reshape", "select", "sigmoid", "softmax", "sqrt",
+        "squeeze", "sub", "tanh", "transpose", "unsqueeze", "view", "where",
+    ), "core"),
+    **dict.fromkeys(("gelu", "relu"), "nn"),
+}

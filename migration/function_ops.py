@@ -122,7 +122,7 @@ class FunctionOp:
         if self.blockers:
             return
         self.entries += symbolic_translate.entries(
-            tr, origin, symbolic.lineno, f"torch.ops.{namespace}.{self.name}.default",
+            tr, origin, symbolic.lineno, self.qualified,
             doc=f"translation of {cls.name}.symbolic for the op {self.qualified}")
 
     def _op(self, forward: ast.FunctionDef, origin: str) -> None:

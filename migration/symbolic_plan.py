@@ -46,12 +46,12 @@ def _callee(node: ast.expr) -> str:
 
 
 def table_key(name: str) -> str | None:
-    """``"::relu"`` / ``"aten::relu"`` -> ``torch.ops.aten.relu.default``; ``"ns::op"`` ->
-    ``torch.ops.ns.op.default``; None for a name that is not ``ns::op``."""
+    """``"::relu"`` -> ``"aten::relu"``; ``"ns::op"`` as it is; None for a name that is not
+    ``ns::op`` (the translation is of the op's default overload)."""
     ns, sep, op = name.partition("::")
     if not sep or not op.isidentifier() or (ns and not ns.isidentifier()):
         return None
-    return f"torch.ops.{ns or 'aten'}.{op}.default"
+    return f"{ns or 'aten'}::{op}"
 
 
 def plan(ctx: Context) -> SymbolicPlan:
@@ -70,6 +70,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
     local = frozenset(defs)
     path = ctx.path if ctx.path and ctx.path != "-" else ""
     namespace = generated.module_name(path) if path else "migrated"
+    torch_names = symbolic_translate.torch_symbolic_names(ctx.tree)
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
@@ -96,7 +97,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
             continue
         out.registrations.append(node)
         func = defs[fn.id]
-        tr = symbolic_translate.translate(func, fn.id, local)
+        tr = symbolic_translate.translate(func, fn.id, local, torch_names)
         todo, seen = list(tr.helpers), set()
         entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func))
         while todo and tr.ok:
@@ -104,7 +105,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
             if helper in seen:
                 continue
             seen.add(helper)
-            sub = symbolic_translate.translate(defs[helper], helper, local)
+            sub = symbolic_translate.translate(defs[helper], helper, local, torch_names)
             if not sub.ok:
                 tr.blockers.extend(sub.blockers)
                 break

@@ -68,7 +68,7 @@ _TS_HELPERS = frozenset({"_get_tensor_sizes", "_get_tensor_rank", "_get_tensor_d
                          "_unimplemented", "_onnx_unsupported", "_onnx_opset_unsupported",
                          "_type_promote_from_values", "_is_tensor", "_is_list", "_is_value",
                          "_is_packed_list", "_try_get_scalar_type", "_is_fp", "_is_bool",
-                         "_maybe_cast_reduce_op_input", "_slice_helper", "_size_helper"})
+                         "_maybe_cast_reduce_op_input", "_size_helper"})
 _CONSTANT_KEYS = {"INTS": "value_ints", "FLOAT": "value_float"}
 
 
@@ -148,8 +148,10 @@ def _parse_args(func: ast.FunctionDef) -> list[str] | None:
 
 
 class _Translator(ast.NodeTransformer):
-    def __init__(self, g: str, graph: set[str], local_functions: set[str], line0: int) -> None:
+    def __init__(self, g: str, graph: set[str], local_functions: set[str], line0: int,
+                 torch_names: frozenset[str] = frozenset()) -> None:
         self.g = g
+        self.torch_names = torch_names  # names bound to torch's own symbolics
         self.graph = graph  # names holding graph values (tensors)
         self.local = local_functions
         self.out = Translation("")
@@ -195,8 +197,24 @@ class _Translator(ast.NodeTransformer):
                 self.block(node, f"g.{func.attr}(...) is a TorchScript graph method")
             return node
         name = _callee(func)
+        if isinstance(func, ast.Attribute) and func.attr == "setType" and len(node.args) == 1:
+            return self.visit(func.value)  # the exporter types outputs from the captured graph
         if name in _PYTHON_VALUE and node.args:
             return self.visit(node.args[0])
+        if name == "_generate_wrapped_number" and len(node.args) == 2:
+            # a Python number: the tracer makes it a constant of its operand's dtype, as the
+            # TorchScript exporter's scalar type analysis does for a wrapped number
+            return self.visit(node.args[1])
+        if name == "_slice_helper":  # (g, input, axes, starts, ends, steps=None): opset 10's Slice
+            given = dict(zip(("input", "axes", "starts", "ends", "steps"), node.args[1:]))
+            given.update({k.arg: k.value for k in node.keywords if k.arg})
+            if {"input", "axes", "starts", "ends"} <= set(given) and len(given) == len(
+                    node.args) - 1 + len(node.keywords):
+                self.out.imports.add(OPSET_IMPORT)
+                names = ["starts", "ends", "axes", *(["steps"] if "steps" in given else [])]
+                inputs = [self.visit(given["input"]),
+                          *(self._constant(self.visit(given[n]), "INTS") for n in names)]
+                return ast.Call(ast.Attribute(ast.Name("op"), "Slice"), inputs, [])
         if name == "_is_none" and len(node.args) == 1:
             return ast.Compare(self.visit(node.args[0]), [ast.Is()], [ast.Constant(None)])
         if isinstance(func, ast.Attribute) and func.attr in _TS_TYPE_METHODS:
@@ -207,6 +225,17 @@ class _Translator(ast.NodeTransformer):
             self.block(node, f"calls the TorchScript exporter's helper {name}")
             return node
         passes_g = any(isinstance(a, ast.Name) and a.id == self.g for a in node.args)
+        torch_symbolic = name if (isinstance(func, ast.Name) and name in self.torch_names) or (
+            isinstance(func, ast.Attribute) and "opset" in ast.unparse(func.value)) else ""
+        if passes_g and node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == self.g and torch_symbolic in symbolic_ops.TORCHLIB_MODULES:
+            # torch's own symbolic of an aten op -> the new exporter's function for that op
+            module = symbolic_ops.TORCHLIB_MODULES[torch_symbolic]
+            self.out.imports.add(f"from onnxscript.function_libs.torch_lib.ops.{module} "
+                                 f"import aten_{torch_symbolic}")
+            return ast.Call(ast.Name(f"aten_{torch_symbolic}"),
+                            [self.visit(a) for a in node.args[1:]],
+                            [self.visit(k) for k in node.keywords])
         if passes_g:
             if isinstance(func, ast.Name) and func.id in self.local:
                 if func.id not in self.out.helpers:
@@ -387,9 +416,21 @@ def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -
     return graph
 
 
+def torch_symbolic_names(tree: ast.AST) -> frozenset[str]:
+    """Names ``tree`` imports from torch's own symbolic modules (``from torch.onnx.symbolic_opset9
+    import sub``)."""
+    return frozenset(a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                     and n.module and re.match(r"torch\.onnx\.(_internal\.torchscript_exporter\.)?"
+                                               r"symbolic_opset\d+$", n.module)
+                     for a in n.names)
+
+
 def translate(func: ast.FunctionDef, name: str | None = None,
-              local_functions: frozenset[str] = frozenset()) -> Translation:
-    """The translation of the symbolic ``func`` (``def sym(g, ...)``), named ``name``."""
+              local_functions: frozenset[str] = frozenset(),
+              torch_names: frozenset[str] = frozenset()) -> Translation:
+    """The translation of the symbolic ``func`` (``def sym(g, ...)``), named ``name``;
+    ``torch_names``: the module's names of torch's own symbolics (the function's own imports
+    count too)."""
     func = copy.deepcopy(func)
     out_name = name or func.name
     params = func.args.posonlyargs + func.args.args
@@ -401,7 +442,7 @@ def translate(func: ast.FunctionDef, name: str | None = None,
               and (n.args.posonlyargs or n.args.args)
               and (n.args.posonlyargs or n.args.args)[0].arg == g}
     tr = _Translator(g, _graph_names(func, g, descriptors), set(local_functions) | nested,
-                     func.lineno)
+                     func.lineno, torch_names | torch_symbolic_names(func))
     tr.out.name = out_name
     for dec in func.decorator_list:
         callee = _callee(dec.func) if isinstance(dec, ast.Call) else _callee(dec)

@@ -57,7 +57,8 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path) -> tuple[Any
 
     func, path, local = _source_def(fn)
     defs = {n.name: n for n in ast.walk(ast.parse(Path(path).read_text())) if isinstance(n, ast.FunctionDef)}
-    tr = symbolic_translate.translate(func, name, local)
+    torch_names = symbolic_translate.torch_symbolic_names(ast.parse(Path(path).read_text()))
+    tr = symbolic_translate.translate(func, name, local, torch_names)
     if not tr.ok:
         return None, "; ".join(map(str, tr.blockers))
     entries = symbolic_translate.entries(tr, path, func.lineno, key)
@@ -67,7 +68,7 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path) -> tuple[Any
         if helper in seen:
             continue
         seen.add(helper)
-        sub = symbolic_translate.translate(defs[helper], helper, local)
+        sub = symbolic_translate.translate(defs[helper], helper, local, torch_names)
         if not sub.ok:
             return None, "helper " + "; ".join(map(str, sub.blockers))
         todo += sub.helpers
@@ -190,7 +191,7 @@ def run_case(case: Case, index: int, folder: Path) -> dict[str, Any]:
             mod, why = _translation(fn, f"sym{index}_{n}", key, folder)
             if mod is None:
                 return {"verdict": "blocked", "reason": f"{name}: {why}"}
-            table.update({eval(k, {"torch": torch}): v for k, v in _table_items(mod)})  # noqa: S307
+            table.update(mod.translation_table())
     path = folder / f"{case.name}.new.onnx"
     try:
         with warnings.catch_warnings():
@@ -214,18 +215,6 @@ def _owner(fn: Any) -> Any:
     for part in owner_name.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-def _table_items(mod: Any) -> list[tuple[str, Any]]:
-    """The generated module's table as (key expression, function), read from its source."""
-    text = Path(mod.__file__).read_text()
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("torch.ops.") and line.endswith(","):
-            key, _, name = line[:-1].rpartition(": ")
-            out.append((key, getattr(mod, name)))
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
