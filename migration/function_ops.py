@@ -100,7 +100,8 @@ class FunctionOp:
     """The generated op, fake and translation of one ``autograd.Function`` (or its blockers)."""
 
     def __init__(self, cls: ast.ClassDef, namespace: str, origin: str,
-                 local_functions: frozenset[str] = frozenset()) -> None:
+                 local_functions: frozenset[str] = frozenset(),
+                 imports: dict[str, str] | None = None) -> None:
         self.cls = cls
         self.name = snake(cls.name)
         self.namespace = namespace
@@ -112,7 +113,8 @@ class FunctionOp:
         if forward is None or symbolic is None:
             self.blockers.append((cls.lineno, "no forward or no symbolic staticmethod"))
             return
-        tr = symbolic_translate.translate(symbolic, f"{self.name}_symbolic", local_functions)
+        tr = symbolic_translate.translate(symbolic, f"{self.name}_symbolic", local_functions,
+                                          imports=imports)
         if not tr.ok or tr.helpers:
             first = tr.blockers[0] if tr.blockers else None
             self.blockers.append((first.line, first.reason) if first else

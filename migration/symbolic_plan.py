@@ -71,10 +71,11 @@ def _plan(ctx: Context) -> SymbolicPlan:
     path = ctx.path if ctx.path and ctx.path != "-" else ""
     namespace = generated.module_name(path) if path else "migrated"
     torch_names = symbolic_translate.torch_symbolic_names(ctx.tree)
+    imports = symbolic_translate.module_imports(ctx.tree)
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
-            fop = FunctionOp(node, namespace, path, local)
+            fop = FunctionOp(node, namespace, path, local, imports)
             if fop.blockers:
                 line, why = fop.blockers[0]
                 out.blocked.append((line, f"{node.name}.symbolic", why))
@@ -97,7 +98,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
             continue
         out.registrations.append(node)
         func = defs[fn.id]
-        tr = symbolic_translate.translate(func, fn.id, local, torch_names)
+        tr = symbolic_translate.translate(func, fn.id, local, torch_names, imports)
         todo, seen = list(tr.helpers), set()
         entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func))
         while todo and tr.ok:
@@ -105,7 +106,8 @@ def _plan(ctx: Context) -> SymbolicPlan:
             if helper in seen:
                 continue
             seen.add(helper)
-            sub = symbolic_translate.translate(defs[helper], helper, local, torch_names)
+            sub = symbolic_translate.translate(defs[helper], helper, local, torch_names,
+                                                  imports)
             if not sub.ok:
                 tr.blockers.extend(sub.blockers)
                 break

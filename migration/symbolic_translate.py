@@ -23,6 +23,7 @@ The facts about ``g.op`` (attribute suffixes, domains, attributes now inputs) ar
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import re
 from dataclasses import dataclass, field
@@ -425,9 +426,47 @@ def torch_symbolic_names(tree: ast.AST) -> frozenset[str]:
                      for a in n.names)
 
 
+def module_imports(tree: ast.Module) -> dict[str, str]:
+    """The module's top-level imports, by the name each binds (``{"np": "import numpy as np"}``);
+    a translation reading one carries its import into the generated module."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                bound = a.asname or a.name.split(".")[0]
+                out[bound] = f"import {a.name} as {a.asname}" if a.asname else f"import {a.name}"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                text = f"from {node.module} import {a.name}"
+                out[a.asname or a.name] = f"{text} as {a.asname}" if a.asname else text
+    return out
+
+
+_KNOWN = frozenset({"op", "ir"}) | frozenset(dir(builtins))
+_TS_MODULES = re.compile(r"torch\.onnx\.(symbolic_|_internal|utils)|torch\.onnx import symbolic_")
+
+
+def _free_names(func: ast.FunctionDef) -> dict[str, int]:
+    """Names ``func`` reads that it does not bind (first line of each)."""
+    bound = {a.arg for n in ast.walk(func) if isinstance(n, ast.arguments)
+             for a in (*n.posonlyargs, *n.args, *n.kwonlyargs, *(x for x in (n.vararg, n.kwarg) if x))}
+    bound |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(getattr(n, "ctx", None), ast.Store)}
+    bound |= {n.name for n in ast.walk(func) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    bound |= {a.asname or a.name.split(".")[0] for n in ast.walk(func)
+              if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    bound |= {n.name for n in ast.walk(func) if isinstance(n, ast.ExceptHandler) and n.name}
+    out: dict[str, int] = {}
+    for n in ast.walk(func):
+        if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store) \
+                and n.id not in bound:
+            out.setdefault(n.id, getattr(n, "lineno", func.lineno))
+    return out
+
+
 def translate(func: ast.FunctionDef, name: str | None = None,
               local_functions: frozenset[str] = frozenset(),
-              torch_names: frozenset[str] = frozenset()) -> Translation:
+              torch_names: frozenset[str] = frozenset(),
+              imports: dict[str, str] | None = None) -> Translation:
     """The translation of the symbolic ``func`` (``def sym(g, ...)``), named ``name``;
     ``torch_names``: the module's names of torch's own symbolics (the function's own imports
     count too)."""
@@ -461,6 +500,17 @@ def translate(func: ast.FunctionDef, name: str | None = None,
     if func.args.vararg and func.args.vararg.arg == g:
         tr.block(func, "g taken through *args")
     out = tr.out
+    generated_names = {"op", "ir", "torch", g, out_name, *out.custom_ops, *out.helpers,
+                       *tr.local}
+    for free, line in _free_names(func).items():
+        if free in generated_names or free in _KNOWN or free.startswith("aten_"):
+            if free == "torch":
+                out.imports.add(TORCH_IMPORT)
+            continue
+        if imports and free in imports and not _TS_MODULES.search(imports[free]):
+            out.imports.add(imports[free])
+        else:
+            tr.block(ast.Pass(lineno=line), f"reads {free}, a name of its module")
     if out.blockers:
         out.blockers.sort(key=lambda b: b.line)
         return out

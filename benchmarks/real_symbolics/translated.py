@@ -57,8 +57,10 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path) -> tuple[Any
 
     func, path, local = _source_def(fn)
     defs = {n.name: n for n in ast.walk(ast.parse(Path(path).read_text())) if isinstance(n, ast.FunctionDef)}
-    torch_names = symbolic_translate.torch_symbolic_names(ast.parse(Path(path).read_text()))
-    tr = symbolic_translate.translate(func, name, local, torch_names)
+    tree = ast.parse(Path(path).read_text())
+    torch_names = symbolic_translate.torch_symbolic_names(tree)
+    imports = symbolic_translate.module_imports(tree)
+    tr = symbolic_translate.translate(func, name, local, torch_names, imports)
     if not tr.ok:
         return None, "; ".join(map(str, tr.blockers))
     entries = symbolic_translate.entries(tr, path, func.lineno, key)
@@ -68,7 +70,7 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path) -> tuple[Any
         if helper in seen:
             continue
         seen.add(helper)
-        sub = symbolic_translate.translate(defs[helper], helper, local, torch_names)
+        sub = symbolic_translate.translate(defs[helper], helper, local, torch_names, imports)
         if not sub.ok:
             return None, "helper " + "; ".join(map(str, sub.blockers))
         todo += sub.helpers
