@@ -38,9 +38,11 @@ TORCH_IMPORT = "import torch"
 CUSTOM_OP = "custom_op"
 #: the generated module's declaration of custom-domain ops (an Entry of its own)
 CUSTOM_OP_HELPER = '''def custom_op(domain: str, name: str, outputs: int = 1, attributes: dict | None = None,
-              version: int = 1) -> onnxscript.values.Op:
+              version: int = 1) -> Callable:
     """An op of a custom ONNX domain with the schema torch's exporter records it by: any
-    number of inputs of any tensor type, ``outputs`` outputs, ``attributes`` (name -> kind)."""
+    number of inputs of any tensor type, ``outputs`` outputs, ``attributes`` (name -> kind).
+    A Python number given as an input becomes a 0-d constant of its own type (int64, float,
+    bool), as the TorchScript exporter wrote it."""
     types = [f"tensor({t})" for t in ("float", "double", "float16", "bfloat16", "int8", "int16",
                                       "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                                       "bool", "string")]
@@ -55,8 +57,15 @@ CUSTOM_OP_HELPER = '''def custom_op(domain: str, name: str, outputs: int = 1, at
                                                  "", required=False)
                     for key, kind in (attributes or {}).items()],
     )
-    return onnxscript.values.Op(onnxscript.values.Opset(domain, version), name, schema)'''
-CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript")
+    node = onnxscript.values.Op(onnxscript.values.Opset(domain, version), name, schema)
+
+    def call(*inputs, **attrs):
+        return node(*(op.Constant(value=ir.tensor(v)) if isinstance(v, (bool, int, float)) else v
+                      for v in inputs), **attrs)
+
+    return call'''
+CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript", "from collections.abc import Callable",
+                     "import onnx_ir as ir", "from onnxscript import opset18 as op")
 
 #: symbolic_helper functions whose value is their first argument in a translation
 _PYTHON_VALUE = frozenset({"_get_const", "_maybe_get_const", "_maybe_get_scalar", "_parse_arg",
