@@ -16,8 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from real_symbolics import translated  # noqa: E402
-from real_symbolics.cases import CASES  # noqa: E402
+from real_symbolics import translated
+from real_symbolics.cases import CASES
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_torchscript]
 
