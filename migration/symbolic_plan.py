@@ -19,6 +19,7 @@ from . import generated, symbolic_translate
 from .analysis import Context, literal
 from .function_ops import FunctionOp
 from .generated import Entry
+from .model import Edit
 
 
 @dataclass
@@ -136,3 +137,20 @@ def _plan(ctx: Context) -> SymbolicPlan:
 
 def _doc(name: str, func: ast.FunctionDef) -> str:
     return f"translation of the symbolic {func.name} registered for {name!r}"
+
+
+def droppable(ctx: Context, node: ast.Call) -> Edit | None:
+    """The edit removing the registration statement ``node``: only an expression statement of its
+    own lines, with no comment on or right above them, in a block it does not empty."""
+    stmt = ctx.parent(node)
+    block = ctx.parent(stmt) if isinstance(stmt, ast.Expr) else None
+    body = next((getattr(block, f) for f in ("body", "orelse", "finalbody")
+                 if stmt in getattr(block, f, [])), None) if block is not None else None
+    if body is None or len(body) < 2:
+        return None
+    lines = ctx.lines[stmt.lineno - 2: stmt.end_lineno]  # the line above too
+    if any("#" in line for line in lines) or any(
+            s is not stmt and (s.lineno <= stmt.end_lineno and s.end_lineno >= stmt.lineno)
+            for s in body):
+        return None
+    return Edit("drop_stmt", ctx.key(node))

@@ -351,6 +351,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         edits += [Edit("add", ec.key, ("custom_translation_table",
                                        f"{module}.translation_table()")), imports]
         route.generated = tuple(translations.entries)
+        if ctx.facts.get("drop_legacy_symbolics"):  # the export no longer needs them
+            edits += [e for e in (symbolic_plan.droppable(ctx, r) for r in translations.registrations) if e]
         if translations.applies:
             torch_ref, torch_imports = ctx.import_module("torch", ec.scope)
             edits += [*(Edit("func", ctx.key(call), (fop.call_site(module, torch_ref),))

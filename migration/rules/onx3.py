@@ -42,8 +42,12 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     translations = symbolic_plan.plan(ctx) if hit == "register_custom_op_symbolic" else None
     if translations is not None and translations.ok and node in translations.registrations:
         # torch's own registration stays for TorchScript users; the export uses the translation
-        ctx.emit("ONX301", node, note=f"translated into {generated.module_name(ctx.path)}.py; "
-                 "the registration stays for the TorchScript exporter")
+        module = generated.module_name(ctx.path)
+        if ctx.facts.get("drop_legacy_symbolics") and symbolic_plan.droppable(ctx, node) is not None:
+            note = f"translated into {module}.py; --drop-legacy-symbolics removes it with ONX001"
+        else:
+            note = f"translated into {module}.py; the registration stays for the TorchScript exporter"
+        ctx.emit("ONX301", node, note=note)
         ctx.facts["custom_symbolics"] = True
         return
     ref, imports = ctx.import_shim(scope)
