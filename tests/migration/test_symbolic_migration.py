@@ -181,3 +181,33 @@ def test_drop_legacy_symbolics_removes_the_translated_registrations(tmp_path):
     new = _run(script, tmp_path / "new.onnx")
     assert _custom(new) == [("com.microsoft", "Gelu")]
     assert "Clip" in [n.op_type for n in new.graph.node]
+
+
+@pytest.mark.slow
+def test_an_aten_registration_torchs_own_symbolic_outranks_is_left_out_of_the_table(tmp_path):
+    """Registered for gelu at opset 18 while the export writes opset 20: the TorchScript registry
+    (and so the shim) applies torch's own gelu symbolic. With the shim's ledger the rewriter keeps
+    the translation out of the table, and verify-migration finds the same model."""
+    import os
+    import subprocess
+
+    from compat.tools.verify_migration import PASSING, verify
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "demo_export.py"
+    text = (root / "examples" / "custom_symbolic_export.py").read_text()
+    script.write_text(text.replace("ms_gelu, 20)", "ms_gelu, 18)"))
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    for ledger, mode in (("old.jsonl", []), ("new.jsonl", ["--observe"])):
+        if mode:
+            assert _migrate(script, "--ledger", str(tmp_path / "old.jsonl")) in (0, 1)
+        out = tmp_path / ledger.removesuffix(".jsonl")
+        out.mkdir()
+        done = subprocess.run([sys.executable, "-W", "ignore", "-m", "compat", "run", *mode, "-q",
+                               "--ledger", str(tmp_path / ledger), str(script), str(out)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+    generated = (tmp_path / "demo_export_onnx.py").read_text()
+    assert '("aten", "gelu")' not in generated and "not in the table" in generated
+    rows = verify(str(tmp_path / "old.jsonl"), str(tmp_path / "new.jsonl"))
+    assert rows and all(r.verdict in PASSING for r in rows)
