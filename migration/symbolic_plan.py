@@ -154,3 +154,14 @@ def droppable(ctx: Context, node: ast.Call) -> Edit | None:
             for s in body):
         return None
     return Edit("drop_stmt", ctx.key(node))
+
+
+def report_blockers(ctx: Context, plan: SymbolicPlan) -> None:
+    """ONX304 at each symbolic's blocking line (once per module)."""
+    if ctx.facts.get("onx304_reported"):
+        return
+    ctx.facts["onx304_reported"] = True
+    for line, name, why in plan.blocked:
+        if name == "?":  # no module to generate (stdin): not the symbolic's doing
+            continue
+        ctx.emit("ONX304", ast.Pass(lineno=line, col_offset=0), note=f"{name}: {why}")

@@ -258,15 +258,6 @@ def _as_the_shim_applied(entries: list, site: evidence.Site | None) -> list:
     return out
 
 
-def _report_blockers(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> None:
-    """ONX304 at each symbolic's blocking line (once per module)."""
-    if ctx.facts.get("onx304_reported"):
-        return
-    ctx.facts["onx304_reported"] = True
-    for line, name, why in plan.blocked:
-        ctx.emit("ONX304", ast.Pass(lineno=line, col_offset=0), note=f"{name}: {why}")
-
-
 def _generated_import(ctx: Context, ec: ExportCall) -> tuple[str, Edit]:
     """The name the call reads the generated module by, and its import."""
     taken = ctx.names()
@@ -303,7 +294,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     translations = None
     if ec.custom_symbolics:
         translations = symbolic_plan.plan(ctx)
-        _report_blockers(ctx, translations)
+        symbolic_plan.report_blockers(ctx, translations)
         if not translations.ok:
             return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
     if ctx.before_dynamo_keyword():

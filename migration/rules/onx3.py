@@ -40,6 +40,8 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     if hit is None:
         return
     translations = symbolic_plan.plan(ctx) if hit == "register_custom_op_symbolic" else None
+    if translations is not None:
+        symbolic_plan.report_blockers(ctx, translations)
     if translations is not None and translations.ok and node in translations.registrations:
         # torch's own registration stays for TorchScript users; the export uses the translation
         module = generated.module_name(ctx.path)
@@ -81,6 +83,7 @@ def check_class(ctx: Context, node: ast.ClassDef, scope: list[Scope]) -> None:
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "symbolic":
             translations = symbolic_plan.plan(ctx)
+            symbolic_plan.report_blockers(ctx, translations)
             done = translations.ok and any(f.cls is node for f in translations.functions)
             note = (f"{node.name}.symbolic: a torch.library op with its translation in "
                     f"{generated.module_name(ctx.path)}.py" if done else f"{node.name}.symbolic")
