@@ -266,7 +266,8 @@ ENTRIES: tuple[Entry, ...] = (
         "the torch.export exporter ignores TorchScript symbolics (torch 2.9)",
         "registrations also feed the torch.export route, run on the shim's own graph context (no TorchScript needed)",
         "`compat.register_custom_op_symbolic` or `custom_translation_table=` with onnxscript",
-        "switches to `compat.register_custom_op_symbolic`",
+        "a symbolic it translates stays registered for the TorchScript exporter (the export call "
+        "uses its translation, ONX001); any other switches to `compat.register_custom_op_symbolic`",
         "safe", deprecated_in="2.9",
         tokens=("register_custom_op_symbolic", "unregister_custom_op_symbolic"),
     ),
@@ -275,7 +276,9 @@ ENTRIES: tuple[Entry, ...] = (
         "the torch.export exporter traces through autograd.Functions (torch 2.9)",
         "the Function becomes an opaque op translated by its own symbolic",
         "`torch.onnx.ops.symbolic(...)` inside forward, or `compat.export`",
-        "reports it; the export call goes through `compat.export`", "none", deprecated_in="2.9",
+        "a Function with a self-contained forward becomes a `torch.library` op with its "
+        "symbolic's translation in `<module>_onnx.py` (ONX001 uses it); otherwise the export call "
+        "goes through `compat.export`", "none", deprecated_in="2.9",
         tokens=("symbolic",),
     ),
     _E(

@@ -99,21 +99,31 @@ SCALAR_TYPE_TO_ONNX: dict[str, int] = {
 
 #: inputs that were attributes in older opsets: ``g.op("Unsqueeze", x, axes_i=[0])`` written for
 #: opset 11 means ``Unsqueeze(x, axes)`` at 18 (op -> the attribute names, in input order, and
-#: the ONNX type of the tensor each becomes). A translation to opset 18 passes them as constants.
+#: the constant each becomes: ``INTS`` a 1-d int64 tensor, ``FLOAT`` a 0-d float). A translation to opset 18 passes them as constants.
 ATTRIBUTES_NOW_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "Unsqueeze": (("axes", "INT64"),), "Squeeze": (("axes", "INT64"),),
-    "ReduceSum": (("axes", "INT64"),), "ReduceMean": (("axes", "INT64"),),
-    "ReduceMax": (("axes", "INT64"),), "ReduceMin": (("axes", "INT64"),),
-    "ReduceProd": (("axes", "INT64"),), "ReduceL1": (("axes", "INT64"),),
-    "ReduceL2": (("axes", "INT64"),), "ReduceLogSumExp": (("axes", "INT64"),),
-    "ReduceSumSquare": (("axes", "INT64"),), "ReduceLogSum": (("axes", "INT64"),),
-    "Split": (("split", "INT64"),),
-    "Slice": (("starts", "INT64"), ("ends", "INT64"), ("axes", "INT64"), ("steps", "INT64")),
+    "Unsqueeze": (("axes", "INTS"),), "Squeeze": (("axes", "INTS"),),
+    "ReduceSum": (("axes", "INTS"),), "ReduceMean": (("axes", "INTS"),),
+    "ReduceMax": (("axes", "INTS"),), "ReduceMin": (("axes", "INTS"),),
+    "ReduceProd": (("axes", "INTS"),), "ReduceL1": (("axes", "INTS"),),
+    "ReduceL2": (("axes", "INTS"),), "ReduceLogSumExp": (("axes", "INTS"),),
+    "ReduceSumSquare": (("axes", "INTS"),), "ReduceLogSum": (("axes", "INTS"),),
+    "Split": (("split", "INTS"),),
+    "Slice": (("starts", "INTS"), ("ends", "INTS"), ("axes", "INTS"), ("steps", "INTS")),
     "Clip": (("min", "FLOAT"), ("max", "FLOAT")),
-    "Pad": (("pads", "INT64"), ("value", "FLOAT")),
+    "Pad": (("pads", "INTS"), ("value", "FLOAT")),
 }
 #: ONNX ops with more than one output by schema (``outputs=N`` on them needs nothing more)
 MULTI_OUTPUT_OPS = frozenset({
     "TopK", "LSTM", "GRU", "RNN", "BatchNormalization", "Dropout", "MaxPool", "Unique",
     "DynamicQuantizeLinear", "LayerNormalization", "If", "Loop", "Scan",
 })
+#: torch's own TorchScript symbolics a legacy symbolic may call (``symbolic_opset9.sub(g, a, b)``)
+#: -> the onnxscript torch_lib module whose ``aten_<name>`` the new exporter uses for the same op
+TORCHLIB_MODULES: dict[str, str] = {
+    **dict.fromkeys((
+        "abs", "add", "cat", "clamp", "div", "dropout", "exp", "expand", "log", "masked_fill",
+        "matmul", "mul", "neg", "pow", "reshape", "select", "sigmoid", "softmax", "sqrt",
+        "squeeze", "sub", "tanh", "transpose", "unsqueeze", "view", "where",
+    ), "core"),
+    **dict.fromkeys(("gelu", "relu"), "nn"),
+}

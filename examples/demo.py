@@ -67,6 +67,7 @@ def main() -> int:
     failures += migrate_and_rerun(scripts, ledger, out_root / "after-migration")
     failures += _migrate(["--check", "--baseline", str(out_root / "migrate-baseline.json"), str(scripts)],
                          "after the rewrite, against the baseline") != 0
+    failures += custom_symbolic_all_the_way(out_root / "custom-symbolic")
     return 1 if failures else 0
 
 
@@ -119,6 +120,55 @@ def migrate_and_rerun(scripts: pathlib.Path, ledger: pathlib.Path, out: pathlib.
         print(f"  the migrated scripts export other models (exit {verify.returncode})")
         failures += 1
     return failures
+
+
+CUSTOM_SYMBOLIC = "custom_symbolic_export.py"
+
+
+def custom_symbolic_all_the_way(work: pathlib.Path) -> int:
+    """A script with custom symbolics (a registered one writing com.microsoft::Gelu, an
+    autograd.Function with its own symbolic) migrates all the way onto torch's own exporter:
+    the symbolics become onnxscript translations in a generated module beside it, the call
+    passes custom_translation_table=, and verify-migration finds the shim's model."""
+    work.mkdir(parents=True)
+    shutil.copy(HERE / CUSTOM_SYMBOLIC, work / CUSTOM_SYMBOLIC)
+    script, before, after = work / CUSTOM_SYMBOLIC, work / "L-shim.jsonl", work / "L-plain.jsonl"
+    print(f"\n=== custom symbolics, all the way: python -m compat run {CUSTOM_SYMBOLIC}")
+    failures = 0
+    for ledger, mode in ((before, []), (after, ["--observe"])):
+        if ledger is after:
+            original = script.read_text(encoding="utf-8")
+            print(f"\n=== python -m compat.migrate --ledger {before.name} --unsafe-fixes --write "
+                  f"{CUSTOM_SYMBOLIC}")
+            mig = subprocess.run([sys.executable, "-m", "compat.migrate", "--no-progress",
+                                  "--ledger", str(before), "--unsafe-fixes", "--write", str(script)],
+                                 capture_output=True, text=True, check=False)
+            print(mig.stdout.strip().splitlines()[-1])
+            import difflib
+
+            print("".join(difflib.unified_diff(original.splitlines(True),
+                                               script.read_text(encoding="utf-8").splitlines(True),
+                                               CUSTOM_SYMBOLIC, CUSTOM_SYMBOLIC + " (migrated)")))
+            generated = work / CUSTOM_SYMBOLIC.replace(".py", "_onnx.py")
+            print(f"--- {generated.name} (generated)\n{generated.read_text(encoding='utf-8')}")
+        out = work / ("out-" + ledger.stem)
+        out.mkdir()
+        run = subprocess.run([sys.executable, "-W", "ignore", "-m", "compat", "run", *mode, "-q",
+                              "--ledger", str(ledger), str(script), str(out)],
+                             capture_output=True, text=True, cwd=work, check=False)
+        print(f"  {'migrated' if mode else 'original'} script: exit {run.returncode}")
+        if run.returncode != 0:
+            print(run.stderr[-2000:])
+            failures += 1
+    text = script.read_text(encoding="utf-8")
+    plain = "compat.export" not in text and "dynamo=True" in text
+    print(f"  the migrated call exports with torch.onnx.export(..., dynamo=True, "
+          f"custom_translation_table=...): {'yes' if plain else 'NO'}")
+    failures += not plain
+    verify = subprocess.run([sys.executable, "-m", "compat", "verify-migration", str(before),
+                             str(after)], capture_output=True, text=True, check=False)
+    print(verify.stdout.strip() or verify.stderr.strip())
+    return failures + (verify.returncode != 0)
 
 
 if __name__ == "__main__":

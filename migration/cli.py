@@ -152,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-torch", metavar="X.Y",
                    help="the oldest torch the code must keep supporting (e.g. 2.4: no dynamo=, "
                         "which torch < 2.5 rejects)")
+    p.add_argument("--drop-legacy-symbolics", action="store_true", default=None,
+                   help="remove the register_custom_op_symbolic calls whose symbolics the rewrite "
+                        "translated (kept by default for TorchScript users)")
     p.add_argument("--baseline", metavar="FILE",
                    help="alone: record today's legacy usages in FILE; with --check: fail only on "
                         "usages not in FILE and say how many remain (config: baseline)")
@@ -233,7 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     cfg = load_config(os.getcwd())
     known = {"select", "extend_select", "ignore", "exclude", "unsafe_fixes", "jobs",
-             "output_format", "ledger", "target_torch", "baseline", "pin_expires"}
+             "output_format", "ledger", "target_torch", "baseline", "pin_expires",
+             "drop_legacy_symbolics"}
     folder = cfg.pop("__folder__", os.getcwd())
     unknown = set(cfg) - known
     if unknown:
@@ -270,7 +274,10 @@ def _main(args: argparse.Namespace) -> int:
     target = _target_torch(args.target_torch or _cfg_value(cfg, "target_torch", str, None))
     opts = Options(tuple(select), tuple(ignore), unsafe, fix=args.diff or args.write,
                    write=args.write or args.add_noqa, ledger=ledger, target_torch=target,
-                   add_noqa=args.add_noqa, pin_expires=_pin_expires(args, cfg))
+                   add_noqa=args.add_noqa, pin_expires=_pin_expires(args, cfg),
+                   drop_legacy_symbolics=bool(
+                       args.drop_legacy_symbolics if args.drop_legacy_symbolics is not None
+                       else _cfg_value(cfg, "drop_legacy_symbolics", bool, False)))
     args.baseline_file = _baseline_file(args, cfg, folder)
     paths = args.paths or ["."]
     if "-" in paths:

@@ -39,6 +39,7 @@ class Options:
     ledger: LedgerIndex | None = field(default=None, compare=False)
     target_torch: tuple[int, int] | None = None  # the oldest torch the code must support
     pin_expires: datetime.date | None = None  # --pin-expires: the date a pin's comment gives
+    drop_legacy_symbolics: bool = False  # remove registrations whose symbolics were translated
 
     def wanted(self, code: str) -> bool:
         if code == SYNTAX_ERROR:
@@ -71,6 +72,7 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
         return [_too_deep(path)]
     ctx.facts["target_torch"] = opts.target_torch
     ctx.facts["pin_expires"] = opts.pin_expires
+    ctx.facts["drop_legacy_symbolics"] = opts.drop_legacy_symbolics
     lines = ctx.lines
     noqa = Directives(text, lines)
     ctx.enabled = lambda code, line, *more: opts.wanted(code) and not noqa.suppressed(

@@ -7,7 +7,8 @@ positional argument replaced); on the statement holding the
 call: ``before`` / ``after`` (statement code; ``follow``: right after the call, before the
 ``after`` ones), ``comment`` (text); ``with_unwrap`` (statement code)
 on a With; ``importfrom_module`` (module) on an ImportFrom; ``drop_import`` (the bound name) on
-an Import or ImportFrom; ``import`` (statement) at (0, 0).
+an Import or ImportFrom; ``drop_stmt`` on an expression statement (removed with its line);
+``import`` (statement) at (0, 0).
 """
 
 from __future__ import annotations
@@ -416,6 +417,11 @@ class _Fixer(cst.CSTTransformer):
             if e.kind == "importfrom_module":
                 updated = updated.with_changes(module=cst.parse_expression(e.args[0]))
         return self.leave_Import(original, updated)  # type: ignore[arg-type]
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
+        if any(e.kind == "drop_stmt" for e in self._edits(original)):
+            return cst.RemoveFromParent()
+        return updated
 
     def leave_Import(self, original: cst.Import, updated: cst.Import):
         unused = {e.args[0] for e in self._edits(original) if e.kind == "drop_import"}

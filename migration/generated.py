@@ -132,9 +132,14 @@ def render(module: str, entries: Sequence[Entry]) -> str:
         parts += ["", "", _TABLE, "def translation_table() -> dict:",
                   ('    """``custom_translation_table=`` for torch.onnx.export(..., dynamo=True); '
                    'call it\n    after the ops\' libraries are loaded."""'),
-                  "    import torch", "", "    return {"]
-        parts += [f"        {e.table_key}: {e.name}," for e in keyed]
-        parts.append("    }")
+                  "    import torch", "", "    table = {}", "    for (namespace, name), translation in {"]
+        parts += [f'        ("{e.table_key.partition("::")[0] or "aten"}", '
+                  f'"{e.table_key.partition("::")[2]}"): {e.name},' for e in keyed]
+        parts += ["    }.items():",
+                  "        packet = getattr(getattr(torch.ops, namespace), name, None)",
+                  "        if packet is not None:  # an op whose library is not loaded has no node",
+                  "            table[packet.default] = translation",
+                  "    return table"]
     body = "\n".join(parts) + "\n"
     head = _wrap(HEADER + ", ".join(origins) + ".") + [
         "# Re-running compat.migrate regenerates it; edit the source instead, or delete these",
@@ -151,7 +156,7 @@ def _rank(entry: Entry, entries: Iterable[Entry]) -> int:
                      if line.strip() and not line.lstrip().startswith("#"))
     if not code.startswith(("def ", "@", "class ")):
         return 1
-    called = re.compile(rf"\b{re.escape(entry.name)}\(")
+    called = re.compile(rf"\b{re.escape(entry.name)}\b")
     used = any(_rank(e, ()) == 1 and called.search(e.code) for e in entries if e is not entry)
     return 0 if used else 2
 
@@ -214,9 +219,9 @@ def _entries(module: str, body: str) -> list[Entry]:
     keys = {}
     if _TABLE in lines:
         for line in lines[lines.index(_TABLE):]:
-            found = re.match(r"^ {8}(?P<key>.+): (?P<name>\w+),$", line)
+            found = re.match(r'^ {8}\("(?P<ns>\w*)", "(?P<op>\w+)"\): (?P<name>\w+),$', line)
             if found:
-                keys[found["name"]] = found["key"]
+                keys[found["name"]] = f"{found['ns']}::{found['op']}"
     out, cur, code = [], None, []
     folder = os.path.dirname(os.path.abspath(module))
     for line in [*lines, _TABLE]:

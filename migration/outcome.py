@@ -52,10 +52,12 @@ def classify(text: str) -> list[tuple[str, str]]:
     lines = text.splitlines()
     out = []
     for block in ast.walk(tree):
+        if not isinstance(block, (ast.stmt, ast.Module)):
+            continue  # an expression's ``body`` (IfExp, Lambda) holds no statements
         body = [s for f in ("body", "orelse", "finalbody") for s in getattr(block, f, [])
                 if isinstance(s, ast.stmt)]
         for i, stmt in enumerate(body):
-            if hasattr(stmt, "body"):  # a compound statement: its own blocks are walked
+            if isinstance(getattr(stmt, "body", None), list):  # compound: its blocks are walked
                 continue
             for node in ast.walk(stmt):
                 if not isinstance(node, ast.Call) or isinstance(node.func, ast.Name):

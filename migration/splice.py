@@ -105,7 +105,7 @@ def _targets(layout: Layout, piece: Piece) -> dict[Key, list[ast.AST]]:
     out: dict[Key, list[ast.AST]] = {}
     for stmt in piece.stmts:
         for node in ast.walk(stmt):
-            if isinstance(node, (ast.Call, ast.With, ast.Import, ast.ImportFrom)):
+            if isinstance(node, (ast.Call, ast.With, ast.Import, ast.ImportFrom, ast.Expr)):
                 line = layout.lines[node.lineno - 1]
                 out.setdefault((node.lineno, _char_col(line, node.col_offset)), []).append(node)
     return out
@@ -150,7 +150,8 @@ def regions(layout: Layout, piece: Piece) -> list[Region]:
         if e.kind in ("before", "after", "follow", "comment", "import"):
             continue  # insertions: nothing of the old text goes
         wanted = {"with_unwrap": ast.With, "importfrom_module": ast.ImportFrom,
-                  "drop_import": (ast.Import, ast.ImportFrom)}.get(e.kind, ast.Call)
+                  "drop_import": (ast.Import, ast.ImportFrom),
+                  "drop_stmt": ast.Expr}.get(e.kind, ast.Call)
         key = (e.key[0] + shift, e.key[1])
         node = next((n for n in nodes.get(key, ()) if isinstance(n, wanted)), None)
         if node is None:

@@ -2,7 +2,9 @@
 
 ``register_custom_op_symbolic("ns::op", fn, opset)`` with ``fn`` a function of this module:
 ``fn``'s source becomes a translation keyed by ``torch.ops.<ns or aten>.<op>.default``;
-an ``autograd.Function`` with a ``symbolic`` staticmethod: see ``function_ops.py``. An export
+an ``autograd.Function`` with a ``symbolic`` staticmethod becomes a ``torch.library`` op
+(``function_ops.py``) whose translation is its symbolic's, and its ``.apply`` calls use the op
+while torch.export captures the model. An export
 call of the module then passes ``custom_translation_table=<module>_onnx.translation_table()``
 with ``dynamo=True``; a symbolic that cannot be translated (or a registration this tool cannot
 read) keeps the call on ``compat.export``, with the reason and line (ONX304).
@@ -15,7 +17,9 @@ from dataclasses import dataclass, field
 
 from . import generated, symbolic_translate
 from .analysis import Context, literal
+from .function_ops import FunctionOp
 from .generated import Entry
+from .model import Edit
 
 
 @dataclass
@@ -27,6 +31,9 @@ class SymbolicPlan:
     blocked: list[tuple[int, str, str]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # the symbolics translated
     registrations: list[ast.Call] = field(default_factory=list)  # the legacy registration calls
+    #: autograd.Functions that become ops, and the ``Fn.apply(...)`` calls to route to them
+    functions: list[FunctionOp] = field(default_factory=list)
+    applies: list[tuple[ast.Call, FunctionOp]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -40,12 +47,12 @@ def _callee(node: ast.expr) -> str:
 
 
 def table_key(name: str) -> str | None:
-    """``"::relu"`` / ``"aten::relu"`` -> ``torch.ops.aten.relu.default``; ``"ns::op"`` ->
-    ``torch.ops.ns.op.default``; None for a name that is not ``ns::op``."""
+    """``"::relu"`` -> ``"aten::relu"``; ``"ns::op"`` as it is; None for a name that is not
+    ``ns::op`` (the translation is of the op's default overload)."""
     ns, sep, op = name.partition("::")
     if not sep or not op.isidentifier() or (ns and not ns.isidentifier()):
         return None
-    return f"torch.ops.{ns or 'aten'}.{op}.default"
+    return f"{ns or 'aten'}::{op}"
 
 
 def plan(ctx: Context) -> SymbolicPlan:
@@ -57,14 +64,26 @@ def plan(ctx: Context) -> SymbolicPlan:
 
 def _plan(ctx: Context) -> SymbolicPlan:
     out = SymbolicPlan()
-    defs = {n.name: n for n in ctx.tree.body if isinstance(n, ast.FunctionDef)}
+    defs: dict[str, ast.FunctionDef] = {}
+    for n in ast.walk(ctx.tree):  # nested ones too (onnxruntime's register() defines its own)
+        if isinstance(n, ast.FunctionDef):
+            defs.setdefault(n.name, n)
     local = frozenset(defs)
     path = ctx.path if ctx.path and ctx.path != "-" else ""
+    namespace = generated.module_name(path) if path else "migrated"
+    torch_names = symbolic_translate.torch_symbolic_names(ctx.tree)
+    imports = symbolic_translate.module_imports(ctx.tree)
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
-            out.blocked.append((node.lineno, f"{node.name}.symbolic",
-                                "an autograd.Function's symbolic (no torch.library op yet)"))
+            fop = FunctionOp(node, namespace, path, local, imports)
+            if fop.blockers:
+                line, why = fop.blockers[0]
+                out.blocked.append((line, f"{node.name}.symbolic", why))
+            else:
+                out.functions.append(fop)
+                out.entries += fop.entries
+                out.names.append(f"{node.name}.symbolic")
             continue
         if not (isinstance(node, ast.Call) and _callee(node.func) == "register_custom_op_symbolic"):
             continue
@@ -80,7 +99,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
             continue
         out.registrations.append(node)
         func = defs[fn.id]
-        tr = symbolic_translate.translate(func, fn.id, local)
+        tr = symbolic_translate.translate(func, fn.id, local, torch_names, imports)
         todo, seen = list(tr.helpers), set()
         entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func))
         while todo and tr.ok:
@@ -88,7 +107,8 @@ def _plan(ctx: Context) -> SymbolicPlan:
             if helper in seen:
                 continue
             seen.add(helper)
-            sub = symbolic_translate.translate(defs[helper], helper, local)
+            sub = symbolic_translate.translate(defs[helper], helper, local, torch_names,
+                                                  imports)
             if not sub.ok:
                 tr.blockers.extend(sub.blockers)
                 break
@@ -100,6 +120,12 @@ def _plan(ctx: Context) -> SymbolicPlan:
             continue
         out.names.append(f"{fn.id} ({name})")
         out.entries += entries
+    by_name = {f.cls.name: f for f in out.functions}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "apply" and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in by_name:
+            out.applies.append((node, by_name[node.func.value.id]))
     if not path:
         out.blocked.append((1, "?", "source read from stdin: no module to generate beside it"))
     elif out.entries:
@@ -111,3 +137,31 @@ def _plan(ctx: Context) -> SymbolicPlan:
 
 def _doc(name: str, func: ast.FunctionDef) -> str:
     return f"translation of the symbolic {func.name} registered for {name!r}"
+
+
+def droppable(ctx: Context, node: ast.Call) -> Edit | None:
+    """The edit removing the registration statement ``node``: only an expression statement of its
+    own lines, with no comment on or right above them, in a block it does not empty."""
+    stmt = ctx.parent(node)
+    block = ctx.parent(stmt) if isinstance(stmt, ast.Expr) else None
+    body = next((getattr(block, f) for f in ("body", "orelse", "finalbody")
+                 if stmt in getattr(block, f, [])), None) if block is not None else None
+    if body is None or len(body) < 2:
+        return None
+    lines = ctx.lines[stmt.lineno - 2: stmt.end_lineno]  # the line above too
+    if any("#" in line for line in lines) or any(
+            s is not stmt and (s.lineno <= stmt.end_lineno and s.end_lineno >= stmt.lineno)
+            for s in body):
+        return None
+    return Edit("drop_stmt", ctx.key(node))
+
+
+def report_blockers(ctx: Context, plan: SymbolicPlan) -> None:
+    """ONX304 at each symbolic's blocking line (once per module)."""
+    if ctx.facts.get("onx304_reported"):
+        return
+    ctx.facts["onx304_reported"] = True
+    for line, name, why in plan.blocked:
+        if name == "?":  # no module to generate (stdin): not the symbolic's doing
+            continue
+        ctx.emit("ONX304", ast.Pass(lineno=line, col_offset=0), note=f"{name}: {why}")

@@ -23,6 +23,7 @@ The facts about ``g.op`` (attribute suffixes, domains, attributes now inputs) ar
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import re
 from dataclasses import dataclass, field
@@ -37,9 +38,11 @@ TORCH_IMPORT = "import torch"
 CUSTOM_OP = "custom_op"
 #: the generated module's declaration of custom-domain ops (an Entry of its own)
 CUSTOM_OP_HELPER = '''def custom_op(domain: str, name: str, outputs: int = 1, attributes: dict | None = None,
-              version: int = 1) -> onnxscript.values.Op:
+              version: int = 1) -> Callable:
     """An op of a custom ONNX domain with the schema torch's exporter records it by: any
-    number of inputs of any tensor type, ``outputs`` outputs, ``attributes`` (name -> kind)."""
+    number of inputs of any tensor type, ``outputs`` outputs, ``attributes`` (name -> kind).
+    A Python number given as an input becomes a 0-d constant of its own type (int64, float,
+    bool), as the TorchScript exporter wrote it."""
     types = [f"tensor({t})" for t in ("float", "double", "float16", "bfloat16", "int8", "int16",
                                       "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                                       "bool", "string")]
@@ -54,8 +57,15 @@ CUSTOM_OP_HELPER = '''def custom_op(domain: str, name: str, outputs: int = 1, at
                                                  "", required=False)
                     for key, kind in (attributes or {}).items()],
     )
-    return onnxscript.values.Op(onnxscript.values.Opset(domain, version), name, schema)'''
-CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript")
+    node = onnxscript.values.Op(onnxscript.values.Opset(domain, version), name, schema)
+
+    def call(*inputs, **attrs):
+        return node(*(op.Constant(value=ir.tensor(v)) if isinstance(v, (bool, int, float)) else v
+                      for v in inputs), **attrs)
+
+    return call'''
+CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript", "from collections.abc import Callable",
+                     "import onnx_ir as ir", "from onnxscript import opset18 as op")
 
 #: symbolic_helper functions whose value is their first argument in a translation
 _PYTHON_VALUE = frozenset({"_get_const", "_maybe_get_const", "_maybe_get_scalar", "_parse_arg",
@@ -68,8 +78,8 @@ _TS_HELPERS = frozenset({"_get_tensor_sizes", "_get_tensor_rank", "_get_tensor_d
                          "_unimplemented", "_onnx_unsupported", "_onnx_opset_unsupported",
                          "_type_promote_from_values", "_is_tensor", "_is_list", "_is_value",
                          "_is_packed_list", "_try_get_scalar_type", "_is_fp", "_is_bool",
-                         "_maybe_cast_reduce_op_input", "_slice_helper", "_size_helper"})
-_ONNX_TYPES = {"INT64": "value_ints", "FLOAT": "value_floats"}
+                         "_maybe_cast_reduce_op_input", "_size_helper"})
+_CONSTANT_KEYS = {"INTS": "value_ints", "FLOAT": "value_float"}
 
 
 @dataclass(frozen=True)
@@ -148,8 +158,10 @@ def _parse_args(func: ast.FunctionDef) -> list[str] | None:
 
 
 class _Translator(ast.NodeTransformer):
-    def __init__(self, g: str, graph: set[str], local_functions: set[str], line0: int) -> None:
+    def __init__(self, g: str, graph: set[str], local_functions: set[str], line0: int,
+                 torch_names: frozenset[str] = frozenset()) -> None:
         self.g = g
+        self.torch_names = torch_names  # names bound to torch's own symbolics
         self.graph = graph  # names holding graph values (tensors)
         self.local = local_functions
         self.out = Translation("")
@@ -195,8 +207,24 @@ class _Translator(ast.NodeTransformer):
                 self.block(node, f"g.{func.attr}(...) is a TorchScript graph method")
             return node
         name = _callee(func)
+        if isinstance(func, ast.Attribute) and func.attr == "setType" and len(node.args) == 1:
+            return self.visit(func.value)  # the exporter types outputs from the captured graph
         if name in _PYTHON_VALUE and node.args:
             return self.visit(node.args[0])
+        if name == "_generate_wrapped_number" and len(node.args) == 2:
+            # a Python number: the tracer makes it a constant of its operand's dtype, as the
+            # TorchScript exporter's scalar type analysis does for a wrapped number
+            return self.visit(node.args[1])
+        if name == "_slice_helper":  # (g, input, axes, starts, ends, steps=None): opset 10's Slice
+            given = dict(zip(("input", "axes", "starts", "ends", "steps"), node.args[1:]))
+            given.update({k.arg: k.value for k in node.keywords if k.arg})
+            if {"input", "axes", "starts", "ends"} <= set(given) and len(given) == len(
+                    node.args) - 1 + len(node.keywords):
+                self.out.imports.add(OPSET_IMPORT)
+                names = ["starts", "ends", "axes", *(["steps"] if "steps" in given else [])]
+                inputs = [self.visit(given["input"]),
+                          *(self._constant(self.visit(given[n]), "INTS") for n in names)]
+                return ast.Call(ast.Attribute(ast.Name("op"), "Slice"), inputs, [])
         if name == "_is_none" and len(node.args) == 1:
             return ast.Compare(self.visit(node.args[0]), [ast.Is()], [ast.Constant(None)])
         if isinstance(func, ast.Attribute) and func.attr in _TS_TYPE_METHODS:
@@ -207,6 +235,17 @@ class _Translator(ast.NodeTransformer):
             self.block(node, f"calls the TorchScript exporter's helper {name}")
             return node
         passes_g = any(isinstance(a, ast.Name) and a.id == self.g for a in node.args)
+        torch_symbolic = name if (isinstance(func, ast.Name) and name in self.torch_names) or (
+            isinstance(func, ast.Attribute) and "opset" in ast.unparse(func.value)) else ""
+        if passes_g and node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == self.g and torch_symbolic in symbolic_ops.TORCHLIB_MODULES:
+            # torch's own symbolic of an aten op -> the new exporter's function for that op
+            module = symbolic_ops.TORCHLIB_MODULES[torch_symbolic]
+            self.out.imports.add(f"from onnxscript.function_libs.torch_lib.ops.{module} "
+                                 f"import aten_{torch_symbolic}")
+            return ast.Call(ast.Name(f"aten_{torch_symbolic}"),
+                            [self.visit(a) for a in node.args[1:]],
+                            [self.visit(k) for k in node.keywords])
         if passes_g:
             if isinstance(func, ast.Name) and func.id in self.local:
                 if func.id not in self.out.helpers:
@@ -217,6 +256,19 @@ class _Translator(ast.NodeTransformer):
             self.block(node, f"calls {ast.unparse(func)}(g, ...), a TorchScript symbolic")
             return node
         return self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        """A helper defined inside the symbolic taking ``g`` first: its ``g`` goes too."""
+        params = node.args.posonlyargs or node.args.args
+        if params and params[0].arg == self.g:
+            params.pop(0)
+            self.local.add(node.name)
+        return self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
+        if node.module and re.match(r"torch\.onnx\.(symbolic_|_internal)", node.module):
+            return ast.Pass()  # its names, if used, are blockers where they are called
+        return node
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id == self.g:
@@ -300,8 +352,8 @@ class _Translator(ast.NodeTransformer):
 
     def _constant(self, value: ast.expr, onnx_type: str) -> ast.expr:
         self.out.imports.add(OPSET_IMPORT)
-        key = _ONNX_TYPES[onnx_type]
-        if not isinstance(value, (ast.List, ast.Tuple)):
+        key = _CONSTANT_KEYS[onnx_type]
+        if onnx_type == "INTS" and not isinstance(value, (ast.List, ast.Tuple)):
             value = ast.List([value], ast.Load())
         return ast.Call(ast.Attribute(ast.Name("op"), "Constant"), [],
                         [ast.keyword(key, value)])
@@ -321,13 +373,32 @@ def _is_none_test(test: ast.expr) -> bool:
     return isinstance(test, ast.Call) and _callee(test.func) == "_is_none"
 
 
+def _op_inputs(func: ast.FunctionDef, g: str) -> set[str]:
+    """Names passed as inputs (positional arguments) of ``g.op`` or of calls passing ``g``."""
+    out: set[str] = set()
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        is_op = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == g
+        passes_g = any(isinstance(a, ast.Name) and a.id == g for a in node.args)
+        if is_op or passes_g:
+            for a in node.args[1:] if is_op else node.args:
+                out |= _names(a)
+    return out
+
+
 def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -> set[str]:
-    """The names holding graph values: tensor parameters and what is computed from them."""
+    """The names holding graph values: tensor parameters and what is computed from them.
+
+    With ``@parse_args`` its ``"v"`` parameters; without, the parameters the symbolic passes
+    as node inputs (a Function's symbolic receives its non-tensor arguments as Python values,
+    and an aten symbolic reads constants through ``_get_const`` first)."""
     params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)][1:]
-    python: set[str] = set()
     if descriptors is not None:
-        python = {p for p, d in zip(params, descriptors) if d not in ("v",)}
-    graph = {p for p in params if p not in python}
+        graph = {p for p, d in zip(params, descriptors) if d == "v"}
+    else:
+        graph = set(params) & _op_inputs(func, g)
     # a name re-bound to a _get_const(...) value is a Python value
     for node in ast.walk(func):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
@@ -355,9 +426,59 @@ def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -
     return graph
 
 
+def torch_symbolic_names(tree: ast.AST) -> frozenset[str]:
+    """Names ``tree`` imports from torch's own symbolic modules (``from torch.onnx.symbolic_opset9
+    import sub``)."""
+    return frozenset(a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                     and n.module and re.match(r"torch\.onnx\.(_internal\.torchscript_exporter\.)?"
+                                               r"symbolic_opset\d+$", n.module)
+                     for a in n.names)
+
+
+def module_imports(tree: ast.Module) -> dict[str, str]:
+    """The module's top-level imports, by the name each binds (``{"np": "import numpy as np"}``);
+    a translation reading one carries its import into the generated module."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                bound = a.asname or a.name.split(".")[0]
+                out[bound] = f"import {a.name} as {a.asname}" if a.asname else f"import {a.name}"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                text = f"from {node.module} import {a.name}"
+                out[a.asname or a.name] = f"{text} as {a.asname}" if a.asname else text
+    return out
+
+
+_KNOWN = frozenset({"op", "ir"}) | frozenset(dir(builtins))
+_TS_MODULES = re.compile(r"torch\.onnx\.(symbolic_|_internal|utils)|torch\.onnx import symbolic_")
+
+
+def _free_names(func: ast.FunctionDef) -> dict[str, int]:
+    """Names ``func`` reads that it does not bind (first line of each)."""
+    bound = {a.arg for n in ast.walk(func) if isinstance(n, ast.arguments)
+             for a in (*n.posonlyargs, *n.args, *n.kwonlyargs, *(x for x in (n.vararg, n.kwarg) if x))}
+    bound |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(getattr(n, "ctx", None), ast.Store)}
+    bound |= {n.name for n in ast.walk(func) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    bound |= {a.asname or a.name.split(".")[0] for n in ast.walk(func)
+              if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    bound |= {n.name for n in ast.walk(func) if isinstance(n, ast.ExceptHandler) and n.name}
+    out: dict[str, int] = {}
+    for n in ast.walk(func):
+        if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store) \
+                and n.id not in bound:
+            out.setdefault(n.id, getattr(n, "lineno", func.lineno))
+    return out
+
+
 def translate(func: ast.FunctionDef, name: str | None = None,
-              local_functions: frozenset[str] = frozenset()) -> Translation:
-    """The translation of the symbolic ``func`` (``def sym(g, ...)``), named ``name``."""
+              local_functions: frozenset[str] = frozenset(),
+              torch_names: frozenset[str] = frozenset(),
+              imports: dict[str, str] | None = None) -> Translation:
+    """The translation of the symbolic ``func`` (``def sym(g, ...)``), named ``name``;
+    ``torch_names``: the module's names of torch's own symbolics (the function's own imports
+    count too)."""
     func = copy.deepcopy(func)
     out_name = name or func.name
     params = func.args.posonlyargs + func.args.args
@@ -365,11 +486,15 @@ def translate(func: ast.FunctionDef, name: str | None = None,
         return Translation(out_name, blockers=[Blocker(func.lineno, "no graph-context parameter")])
     g = params[0].arg
     descriptors = _parse_args(func)
-    tr = _Translator(g, _graph_names(func, g, descriptors), set(local_functions), func.lineno)
+    nested = {n.name for n in ast.walk(func) if isinstance(n, ast.FunctionDef) and n is not func
+              and (n.args.posonlyargs or n.args.args)
+              and (n.args.posonlyargs or n.args.args)[0].arg == g}
+    tr = _Translator(g, _graph_names(func, g, descriptors), set(local_functions) | nested,
+                     func.lineno, torch_names | torch_symbolic_names(func))
     tr.out.name = out_name
     for dec in func.decorator_list:
-        if not (isinstance(dec, ast.Call) and _callee(dec.func) == _PARSE_ARGS) \
-                and _callee(dec) != "staticmethod":
+        callee = _callee(dec.func) if isinstance(dec, ast.Call) else _callee(dec)
+        if callee not in (_PARSE_ARGS, "staticmethod") and "register" not in callee.lower():
             tr.block(dec, f"decorator {ast.unparse(dec)} has no translation")
     func.decorator_list = []
     if func.args.posonlyargs:
@@ -384,6 +509,17 @@ def translate(func: ast.FunctionDef, name: str | None = None,
     if func.args.vararg and func.args.vararg.arg == g:
         tr.block(func, "g taken through *args")
     out = tr.out
+    generated_names = {"op", "ir", "torch", g, out_name, *out.custom_ops, *out.helpers,
+                       *tr.local}
+    for free, line in _free_names(func).items():
+        if free in generated_names or free in _KNOWN or free.startswith("aten_"):
+            if free == "torch":
+                out.imports.add(TORCH_IMPORT)
+            continue
+        if imports and free in imports and not _TS_MODULES.search(imports[free]):
+            out.imports.add(imports[free])
+        else:
+            tr.block(ast.Pass(lineno=line), f"reads {free}, a name of its module")
     if out.blockers:
         out.blockers.sort(key=lambda b: b.line)
         return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import os
 import textwrap
 
@@ -238,13 +239,23 @@ def _untranslated(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> str:
         f"{name} at line {line}: {why}" for line, name, why in plan.blocked) + ")"
 
 
-def _report_blockers(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> None:
-    """ONX304 at each symbolic's blocking line (once per module)."""
-    if ctx.facts.get("onx304_reported"):
-        return
-    ctx.facts["onx304_reported"] = True
-    for line, name, why in plan.blocked:
-        ctx.emit("ONX304", ast.Pass(lineno=line, col_offset=0), note=f"{name}: {why}")
+def _as_the_shim_applied(entries: list, site: evidence.Site | None) -> list:
+    """The translations, keyed only for the ops whose symbolic the shim applied at this call
+    site when its ledger says (the TorchScript registry lets torch's own symbolic of an aten op
+    outrank a registration at a lower opset; the translation table must not override it)."""
+    if site is None:
+        return entries
+    applied = {str(t.get("option") or "") for r in site.ok for t in r.get("translations") or ()
+               if isinstance(t, dict) and t.get("code") == "ONX301"}
+    applied |= {f"aten{a}" for a in applied if a.startswith("::")}
+    out = []
+    for e in entries:
+        if e.table_key and e.table_key.startswith("aten::") and e.table_key not in applied:
+            e = dataclasses.replace(e, table_key=None, doc=(e.doc + "; not in the table: the shim's "
+                                                            "ledger shows torch's own symbolic "
+                                                            "of this op applied"))
+        out.append(e)
+    return out
 
 
 def _generated_import(ctx: Context, ec: ExportCall) -> tuple[str, Edit]:
@@ -283,7 +294,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     translations = None
     if ec.custom_symbolics:
         translations = symbolic_plan.plan(ctx)
-        _report_blockers(ctx, translations)
+        symbolic_plan.report_blockers(ctx, translations)
         if not translations.ok:
             return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
     if ctx.before_dynamo_keyword():
@@ -350,7 +361,13 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         module, imports = _generated_import(ctx, ec)
         edits += [Edit("add", ec.key, ("custom_translation_table",
                                        f"{module}.translation_table()")), imports]
-        route.generated = tuple(translations.entries)
+        route.generated = tuple(_as_the_shim_applied(translations.entries, site))
+        if ctx.facts.get("drop_legacy_symbolics"):  # the export no longer needs them
+            edits += [e for e in (symbolic_plan.droppable(ctx, r) for r in translations.registrations) if e]
+        if translations.applies:
+            torch_ref, torch_imports = ctx.import_module("torch", ec.scope)
+            edits += [*(Edit("func", ctx.key(call), (fop.call_site(module, torch_ref),))
+                        for call, fop in translations.applies), *torch_imports]
     elif translations is not None:
         return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file

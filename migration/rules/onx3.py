@@ -40,10 +40,16 @@ def check_call(ctx: Context, node: ast.Call, scope: list[Scope], quals: set[str]
     if hit is None:
         return
     translations = symbolic_plan.plan(ctx) if hit == "register_custom_op_symbolic" else None
+    if translations is not None:
+        symbolic_plan.report_blockers(ctx, translations)
     if translations is not None and translations.ok and node in translations.registrations:
         # torch's own registration stays for TorchScript users; the export uses the translation
-        ctx.emit("ONX301", node, note=f"translated into {generated.module_name(ctx.path)}.py; "
-                 "the registration stays for the TorchScript exporter")
+        module = generated.module_name(ctx.path)
+        if ctx.facts.get("drop_legacy_symbolics") and symbolic_plan.droppable(ctx, node) is not None:
+            note = f"translated into {module}.py; --drop-legacy-symbolics removes it with ONX001"
+        else:
+            note = f"translated into {module}.py; the registration stays for the TorchScript exporter"
+        ctx.emit("ONX301", node, note=note)
         ctx.facts["custom_symbolics"] = True
         return
     ref, imports = ctx.import_shim(scope)
@@ -76,5 +82,10 @@ def check_class(ctx: Context, node: ast.ClassDef, scope: list[Scope]) -> None:
         return
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "symbolic":
-            ctx.emit("ONX302", stmt, note=f"{node.name}.symbolic")
+            translations = symbolic_plan.plan(ctx)
+            symbolic_plan.report_blockers(ctx, translations)
+            done = translations.ok and any(f.cls is node for f in translations.functions)
+            note = (f"{node.name}.symbolic: a torch.library op with its translation in "
+                    f"{generated.module_name(ctx.path)}.py" if done else f"{node.name}.symbolic")
+            ctx.emit("ONX302", stmt, note=note)
             return

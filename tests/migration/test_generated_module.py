@@ -20,7 +20,7 @@ SELU = generated.Entry(
     line=12,
     code='def relu_as_selu(self):\n    return op.Selu(self, alpha=1.5, gamma=2.0)',
     imports=("from onnxscript import opset18 as op",),
-    table_key="torch.ops.aten.relu.default",
+    table_key="aten::relu",
     doc="symbolic_relu: g.op(\"Selu\", self, alpha_f=1.5, gamma_f=2.0)",
 )
 
@@ -78,7 +78,7 @@ def test_entries_of_an_earlier_run_are_kept(tmp_path):
     module = generated.module_path(str(tmp_path / "model.py"))
     text, _ = generated.plan(module, [_entry(tmp_path)])
     generated.write(module, text)
-    other = _entry(tmp_path, name="relu_as_elu", line=40, table_key="torch.ops.aten.elu.default",
+    other = _entry(tmp_path, name="relu_as_elu", line=40, table_key="aten::elu",
                    code="def relu_as_elu(self):\n    return op.Elu(self)")
     both, problem = generated.plan(module, [other])
     assert problem is None

@@ -31,7 +31,7 @@ SCRIPTS = sorted(p.name for p in TWELVE.glob("*.py"))
 SYMBOLIC = {"custom_op_symbolic.py": "relu_as_max", "autograd_symbolic.py": "ScaledTanh",
             "aten_override.py": "gelu_fast"}
 #: of those, the ones whose symbolic has no translation yet: they stay on compat.export
-UNTRANSLATED = {"autograd_symbolic.py": "ScaledTanh"}
+UNTRANSLATED: dict[str, str] = {}
 #: scripts this branch does not finish yet (each is a later item of issue 30)
 NOT_YET: dict[str, str] = {
     "training_batchnorm.py": "30.4: training=TRAINING pins dynamo=False",
@@ -134,7 +134,8 @@ def test_a_translated_symbolic_is_in_the_generated_module(migrated, script):
     assert f"import {module}" in text
 
 
-@pytest.mark.parametrize("script", sorted(UNTRANSLATED))
+@pytest.mark.parametrize("script", sorted(UNTRANSLATED) or [
+    pytest.param("", marks=pytest.mark.skip(reason="every symbolic of the set translates"))])
 def test_a_custom_symbolic_keeps_the_shim_with_a_comment_naming_it(migrated, script):
     old, new, text = migrated[script]
     assert re.search(r"\bcompat\.export\b", text), text

@@ -32,8 +32,8 @@ EXAMPLES = ROOT / "examples"
 HF_FIXTURES = ROOT / "tests" / "hf" / "fixtures"
 
 #: script -> (its source, arguments: "file" for an output path, "dir" for an output folder, or
-#: a list with "OUT" for the output path). Order of the runs: custom_symbolic.py registers a
-#: symbolic for aten::relu for the rest of the process, so it runs last.
+#: a list with "OUT" for the output path). Order of the runs: custom_symbolic.py and
+#: custom_symbolic_export.py register symbolics for the rest of the process, so they run last.
 SCRIPTS: dict[str, tuple[Path, object]] = {
     **{p.name: (p, "file") for p in sorted((FIXTURES / "legacy_scripts").glob("*.py"))
        if p.name != "custom_symbolic.py"},
@@ -41,6 +41,8 @@ SCRIPTS: dict[str, tuple[Path, object]] = {
        ("control_flow_export.py", "deploy_single_file.py", "legacy_1x_export.py")},
     "hf_export_427_branch.py": (FIXTURES / "hf_export_427_branch.py", ["bert", "OUT"]),
     "custom_symbolic.py": (FIXTURES / "legacy_scripts" / "custom_symbolic.py", "file"),
+    # registers a gelu symbolic for the rest of the process: last
+    "custom_symbolic_export.py": (EXAMPLES / "custom_symbolic_export.py", "dir"),
 }
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
 
