@@ -256,7 +256,8 @@ OPTIONS: tuple[OptionFacts, ...] = (
     ), unknown="dropped"),
     OptionFacts("fallback", "ONX207", (
         _E((), "any value", "dropped",
-           "`True` is the auto route (torch.export first, then TorchScript)",
+           "`True` is the auto route (torch.export first, then TorchScript), as torch 2.5-2.10 "
+           "took it on every torch; beside `dynamo=False`, the TorchScript route alone",
            rewrite="dropped; ONX001 pins the route (from a ledger, or unsafe without one)"),
     ), unknown="dropped"),
     OptionFacts("aten", "ONX208", (

@@ -214,7 +214,12 @@ def new_dynamic_size() -> Any:
 def size_hint(dim: Any) -> int | None:
     """The example's value of a (possibly symbolic) size, without adding a guard; None when
     it has none (a data-dependent size outside draft capture)."""
-    hint = _need("torch.fx.experimental.symbolic_shapes", "optimization_hint")
+    try:
+        hint = _get("torch.fx.experimental.symbolic_shapes", "optimization_hint")
+    except AttributeError:  # torch < 2.10 (OLDER_SPELLINGS): hint_int raises where there is none
+        if not _need("torch.fx.experimental.symbolic_shapes", "has_hint")(dim):
+            return None
+        hint = _need(*OLDER_SPELLINGS["torch.fx.experimental.symbolic_shapes.optimization_hint"])
     try:
         return int(hint(dim, fallback=None))
     except (TypeError, ValueError):
@@ -542,6 +547,14 @@ def _install_prepare_wrapper() -> None:
     setattr(core, _PREPARE, prepare)
 
 
+#: an internal's spelling on the older torches the shim supports, used where the newer one is absent
+OLDER_SPELLINGS: dict[str, tuple[str, str]] = {
+    # torch 2.9: hint_int (with has_hint) before optimization_hint
+    "torch.fx.experimental.symbolic_shapes.optimization_hint": ("torch.fx.experimental.symbolic_shapes",
+                                                                "hint_int"),
+}
+
+
 def check() -> list[str]:
     """Names of the internals a torch upgrade moved (empty when everything is in place)."""
     missing = []
@@ -549,7 +562,13 @@ def check() -> list[str]:
         try:
             _get(module, attr)
         except (ImportError, AttributeError):
-            missing.append(f"{module}.{attr}")
+            older = OLDER_SPELLINGS.get(f"{module}.{attr}")
+            try:
+                if older is None:
+                    raise
+                _get(*older)
+            except (ImportError, AttributeError):
+                missing.append(f"{module}.{attr}")
     return missing
 
 

@@ -132,7 +132,9 @@ def _build(
         raise CompatTypeError(f"route must be a str ({', '.join(ROUTES)}), got {type(route).__name__} {route!r}")
     if route is not None and route not in ROUTES:
         raise CompatValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
-    if route is None and fallback:
+    # torch 2.5-2.10's meaning, on every torch: fallback=True lets a torch.export export fall back
+    # to TorchScript; beside dynamo=False (TorchScript only) it has nothing to fall back from
+    if route is None and fallback and opts.get("dynamo") is not False:
         route = "auto"
 
     fields["training"] = _training_name(opts.pop("training", None))
