@@ -303,7 +303,7 @@ def _closer_of_both(req: ExportRequest, outcome: Outcome) -> Outcome:
     except (RouteFailed, RouteUnavailable):
         return outcome
     theirs = acceptance.example_difference(req, other.model_bytes) if other.model_bytes else None
-    if theirs is None or theirs * 10 > diff:
+    if theirs is None or theirs > diff * acceptance.CLEARLY_CLOSER:
         saving.discard(other)
         outcome.notes.append(f"the TorchScript route's model is not closer to eager torch "
                              f"({theirs if theirs is not None else 'not compared'} against {diff:.3g})")
