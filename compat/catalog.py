@@ -18,6 +18,7 @@ from typing import Literal
 
 from compat import catalog_facts as facts
 from compat.commands import MIGRATE, RULE
+from compat.torch_apis import DYNAMO_KEYWORD_SINCE  # noqa: F401 (the rules read it here)
 
 Applicability = Literal["safe", "unsafe", "none"]
 
@@ -64,9 +65,6 @@ SHIM_ONLY_TRANSLATIONS: tuple[tuple[str, str, str], ...] = (
       "fails on a parameter times a Python scalar)")),
 )
 
-#: the first torch whose ``torch.onnx.export`` takes ``dynamo=`` (and ``external_data=``,
-#: ``dynamic_shapes=``); code that must run on older torch never gets them from the rewriter
-DYNAMO_KEYWORD_SINCE = (2, 5)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ import concurrent.futures as cf
 import datetime
 import difflib
 import os
-import re
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -45,15 +44,26 @@ def _codes(values: list[str] | None) -> list[str] | None:
     return out
 
 
-def _target_torch(value: str | None) -> tuple[int, int] | None:
-    """``--target-torch 2.4`` as ``(2, 4)``."""
+def _target_torch(value: object) -> tuple[int, int]:
+    """``--target-torch 2.9`` as ``(2, 9)``, within the torches the rewriter knows; None: the
+    installed torch (read from its metadata, torch is not imported), else the newest known."""
+    from compat import torch_apis
+
     if value is None:
-        return None
-    m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", str(value))
-    if not m:
-        raise UsageError(f"--target-torch / target-torch must be a version such as 2.4, "
-                         f"not {value!r}")
-    return int(m.group(1)), int(m.group(2))
+        return torch_apis.default_target()
+    low, high = torch_apis.MIN_TARGET, torch_apis.newest_supported()
+    expected = f"a torch version from {torch_apis.shown(low)} to {torch_apis.shown(high)}, such as 2.9"
+    try:
+        target = torch_apis.parse(str(value))
+    except ValueError:
+        raise UsageError(f"--target-torch / target-torch must be {expected}, not {value!r}") \
+            from None
+    if not low <= target <= high:
+        why = (f"the torch.export-based exporter became the default in torch {torch_apis.shown(low)}"
+               if target < low else f"torch {torch_apis.shown(high)} is the newest supported")
+        raise UsageError(f"--target-torch / target-torch must be {expected}, not {value!r} "
+                         f"({why})")
+    return target
 
 
 def _cfg_list(cfg: dict, key: str) -> list[str] | None:
@@ -150,8 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ledger", action="append", metavar="P",
                    help=f"ledger(s) of `{commands.RUN}`: migrate each call site by evidence")
     p.add_argument("--target-torch", metavar="X.Y",
-                   help="the oldest torch the code must keep supporting (e.g. 2.4: no dynamo=, "
-                        "which torch < 2.5 rejects)")
+                   help="the torch the code will run (2.9 to the newest supported; default: the "
+                        "installed torch): a fix writing an API it lacks is not applied, and the "
+                        "finding says why (config: target-torch)")
     p.add_argument("--drop-legacy-symbolics", action="store_true", default=None,
                    help="remove the register_custom_op_symbolic calls whose symbolics the rewrite "
                         "translated (kept by default for TorchScript users)")
@@ -271,7 +282,8 @@ def _main(args: argparse.Namespace) -> int:
             if not os.path.isfile(p):
                 raise UsageError(f"ledger not found: {p}")
         ledger = read(ledger_paths)
-    target = _target_torch(args.target_torch or _cfg_value(cfg, "target_torch", str, None))
+    target = _target_torch(args.target_torch if args.target_torch is not None
+                           else _cfg_value(cfg, "target_torch", str, None))
     opts = Options(tuple(select), tuple(ignore), unsafe, fix=args.diff or args.write,
                    write=args.write or args.add_noqa, ledger=ledger, target_torch=target,
                    add_noqa=args.add_noqa, pin_expires=_pin_expires(args, cfg),

@@ -21,6 +21,7 @@ from .model import SYNTAX_ERROR, Finding
 from .noqa import Directives
 from .rules import RULES
 from .splice import FixFailed, Layout, UnsafeRewrite, plan, rewrite_piece, splice
+from .target import hold_back
 
 TOKENS = prefilter_tokens()
 MAX_ROUNDS = 4
@@ -37,7 +38,9 @@ class Options:
     write: bool = False
     add_noqa: bool = False  # --add-noqa: a noqa comment for each finding left (with write)
     ledger: LedgerIndex | None = field(default=None, compare=False)
-    target_torch: tuple[int, int] | None = None  # the oldest torch the code must support
+    #: the torch the code will run (``--target-torch``): fixes writing APIs it lacks are held
+    #: back (``target.py``); None: every fix (the CLI's default is the installed torch)
+    target_torch: tuple[int, int] | None = None
     pin_expires: datetime.date | None = None  # --pin-expires: the date a pin's comment gives
     drop_legacy_symbolics: bool = False  # remove registrations whose symbolics were translated
 
@@ -82,6 +85,8 @@ def check_text(text: str, path: str, opts: Options, evidence: dict | None = None
         found = analyze(ctx, RULES)
     except (RecursionError, MemoryError):
         return [_too_deep(path)]
+    if opts.target_torch is not None:
+        hold_back(found, tuple(opts.target_torch))  # type: ignore[arg-type]
     out, off = [], []
     for f in found:
         (out if opts.wanted(f.code) and not noqa.suppressed(f) else off).append(f)

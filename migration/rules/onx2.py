@@ -6,6 +6,7 @@ import ast
 import json
 
 from compat import catalog_facts as facts
+from compat import torch_apis
 
 from ..analysis import Context, ExportCall, Option, disposition, literal
 from ..model import Edit
@@ -42,7 +43,12 @@ def check_export(ctx: Context, ec: ExportCall) -> None:
     if opt:
         _checker(ctx, ec, opt)
     opt = ec.options.get("fallback")
-    if opt:
+    if opt and _target_keeps_fallback(ctx, opt.value):
+        api = torch_apis.BY_KEYWORD["fallback"]
+        ctx.emit("ONX207", opt.value, note=f"kept: torch {torch_apis.shown(ctx.facts['target_torch'])} "
+                 f"(--target-torch) still takes fallback= and tries TorchScript when torch.export "
+                 f"fails; it was removed in torch {torch_apis.shown(api.removed)}", anchor=node)
+    elif opt:
         evidence = ctx.evidence_for(node)
         evidence = evidence if evidence and evidence.get("route_taken") else None
         ctx.emit("ONX207", opt.value, "safe" if evidence else "unsafe",
@@ -140,5 +146,9 @@ def _aten(ctx: Context, ec: ExportCall, opt: Option) -> None:
     ctx.emit("ONX208", opt.value, note="aten= has no other modern spelling", anchor=ec.node)
 
 
-
-
+def _target_keeps_fallback(ctx: Context, value: ast.expr) -> bool:
+    """``fallback=`` other than a literal False on a ``--target-torch`` that still takes it
+    (2.9-2.10): torch itself honours it there, so dropping it would lose its TorchScript retry."""
+    target = ctx.facts.get("target_torch")
+    return (target is not None and torch_apis.BY_KEYWORD["fallback"].available(tuple(target))
+            and literal(value) is not False)

@@ -1,0 +1,144 @@
+"""Which torch release has each API the rewriter's fixes write: one table, torch-free.
+
+``compat.migrate --target-torch X.Y`` (default: the installed torch, read from its metadata, not
+imported) holds back a fix that would write an API torch X.Y lacks: the finding stays, without
+the fix, and says which API and which torch. The rewriter imports this where torch is not
+installed.
+
+Where each fact was checked (torch's own source, the installed wheels of torch 2.9.1, 2.13.0 and
+2.14.1, and torch's pull requests) is given beside it. ``since`` is the first release the fact
+was checked on; ``(2, 9)`` means "present in torch 2.9.1", the oldest torch a migration can
+target (:data:`MIN_TARGET`): an earlier introduction changes no advice and was not looked up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+Version = tuple[int, int]
+
+#: the oldest torch ``--target-torch`` takes: the first whose ``torch.onnx.export`` defaults to
+#: the torch.export-based exporter (torch 2.13.0 source, torch/onnx/__init__.py docstring:
+#: ``.. versionchanged:: 2.9 dynamo is now True by default``), where the scripts this tool
+#: migrates broke
+MIN_TARGET: Version = (2, 9)
+
+
+@dataclass(frozen=True)
+class TorchApi:
+    """One API a fix may write: a ``torch.onnx.export`` keyword or a dotted name."""
+
+    name: str  # as findings show it: ``torch.onnx.export(dynamo=)``, ``torch.export.draft_export``
+    since: Version
+    removed: Version | None = None  # the first release without it
+    keyword: str | None = None  # a keyword of torch.onnx.export
+    pattern: str | None = None  # a regular expression finding it in written code
+
+    def available(self, target: Version) -> bool:
+        return self.since <= target and (self.removed is None or target < self.removed)
+
+    def why_not(self, target: Version) -> str:
+        """Why torch ``target`` lacks it (call only when it does)."""
+        shown = ".".join(map(str, target))
+        if self.removed is not None and target >= self.removed:
+            return f"{self.name} was removed in torch {'.'.join(map(str, self.removed))}"
+        return f"{self.name} needs torch >= {'.'.join(map(str, self.since))}, not {shown}"
+
+
+def _kw(name: str, since: Version, removed: Version | None = None) -> TorchApi:
+    return TorchApi(f"torch.onnx.export({name}=)", since, removed, keyword=name)
+
+
+def _code(name: str, since: Version, pattern: str) -> TorchApi:
+    return TorchApi(name, since, pattern=pattern)
+
+
+API_TABLE: tuple[TorchApi, ...] = (
+    # torch.onnx.export keywords. dynamo=: torch 2.5 (the catalog's fact since issue 11; torch 2.4
+    # rejects it). The others: present in the signature of torch 2.9.1, 2.13.0 and 2.14.1
+    # (torch/onnx/__init__.py, def export).
+    _kw("dynamo", (2, 5)),
+    _kw("dynamic_shapes", (2, 9)),
+    _kw("external_data", (2, 9)),
+    _kw("custom_translation_table", (2, 9)),
+    _kw("optimize", (2, 9)),
+    _kw("report", (2, 9)),
+    _kw("verify", (2, 9)),
+    # fallback=: in torch 2.9.1's signature; gone from 2.13.0's, whose docstring says
+    # ".. versionchanged:: 2.11 ``fallback`` option has been removed."
+    _kw("fallback", (2, 9), removed=(2, 11)),
+    # torch.export.Dim: torch 2.2 (pytorch/tutorials#2592: "torch.export.Dim is not in 2.1").
+    # Dim.AUTO / Dim.STATIC: pytorch/pytorch#133620 (DIM enum, Aug 2024) hung on Dim by #134484;
+    # Dim.DYNAMIC: torch/export/dynamic_shapes.py of 2.9.1 (class Dim: AUTO, DYNAMIC, STATIC).
+    _code("torch.export.Dim.AUTO", (2, 9), r"\bexport\.Dim\.AUTO\b"),
+    _code("torch.export.Dim.DYNAMIC", (2, 9), r"\bexport\.Dim\.DYNAMIC\b"),
+    _code("torch.export.Dim", (2, 2), r"\bexport\.Dim\("),
+    # draft_export: torch/export/__init__.py __all__ of 2.9.1 and 2.13.0 (docs: "Draft Export",
+    # created May 2025)
+    _code("torch.export.draft_export", (2, 9), r"\bexport\.draft_export\b"),
+    # torch/_library/custom_ops.py (custom_op, CustomOpDef.register_fake) and torch/library.py
+    # (register_fake) of 2.9.1
+    _code("torch.library.custom_op", (2, 9), r"\blibrary\.custom_op\b"),
+    _code("torch.library.register_fake", (2, 9), r"\bregister_fake\b"),
+    # torch/compiler/__init__.py of 2.9.1: def is_exporting
+    _code("torch.compiler.is_exporting", (2, 9), r"\bcompiler\.is_exporting\b"),
+)
+BY_KEYWORD: dict[str, TorchApi] = {a.keyword: a for a in API_TABLE if a.keyword}
+_PATTERNS = tuple((a, re.compile(a.pattern)) for a in API_TABLE if a.pattern)
+#: torch.onnx.export(dynamo=): code for torch older than this never gets it from the rewriter
+DYNAMO_KEYWORD_SINCE: Version = BY_KEYWORD["dynamo"].since
+
+
+def api(name: str) -> TorchApi:
+    """The table's entry named ``name`` (``torch.onnx.export(fallback=)``)."""
+    return next(a for a in API_TABLE if a.name == name)
+
+
+def lacking(keywords: set[str], code: str, target: Version) -> list[TorchApi]:
+    """The APIs that the ``keywords`` a fix writes on an export call, and the ``code`` it
+    writes, use and torch ``target`` lacks (table order)."""
+    out = [BY_KEYWORD[k] for k in keywords if k in BY_KEYWORD]
+    out += [a for a, rx in _PATTERNS if rx.search(code)]
+    return sorted({a for a in out if not a.available(target)}, key=API_TABLE.index)
+
+
+def newest_supported() -> Version:
+    """The newest torch the shim is tested on (``torch_caps.TESTED_TORCH``, the runtime extra's
+    upper bound): APIs of later releases are not in the table."""
+    from compat.installed.torch_caps import TESTED_TORCH  # torch-free: packaging only
+
+    return parse(TESTED_TORCH[1])
+
+
+def parse(value: str) -> Version:
+    """``"2.9"``, ``"2.9.1"``, ``"2.13.0+cpu"`` as ``(2, 9)``; ValueError when not a version."""
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?(?:[-+.]?\w+)*\s*", str(value))
+    if not m:
+        raise ValueError(value)
+    return int(m.group(1)), int(m.group(2))
+
+
+def shown(v: Version) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+def installed_torch() -> Version | None:
+    """The installed torch's release from its metadata (torch is not imported); None when
+    torch is not installed or its version is unreadable."""
+    from importlib import metadata
+
+    try:
+        return parse(metadata.version("torch"))
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def default_target() -> Version:
+    """The installed torch, within ``MIN_TARGET .. newest_supported()``; the newest supported
+    when torch is not installed."""
+    newest = newest_supported()
+    found = installed_torch()
+    if found is None:
+        return newest
+    return max(MIN_TARGET, min(found, newest))
