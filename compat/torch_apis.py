@@ -34,6 +34,7 @@ class TorchApi:
     removed: Version | None = None  # the first release without it
     keyword: str | None = None  # a keyword of torch.onnx.export
     pattern: str | None = None  # a regular expression finding it in written code
+    exact: bool = True  # False: ``since`` is the first release checked, not the first with it
 
     def available(self, target: Version) -> bool:
         return self.since <= target and (self.removed is None or target < self.removed)
@@ -43,15 +44,19 @@ class TorchApi:
         shown = ".".join(map(str, target))
         if self.removed is not None and target >= self.removed:
             return f"{self.name} was removed in torch {'.'.join(map(str, self.removed))}"
-        return f"{self.name} needs torch >= {'.'.join(map(str, self.since))}, not {shown}"
+        since = ".".join(map(str, self.since))
+        if not self.exact:
+            return f"{self.name} is not known in torch {shown} (checked from torch {since})"
+        return f"{self.name} needs torch >= {since}, not {shown}"
 
 
 def _kw(name: str, since: Version, removed: Version | None = None) -> TorchApi:
-    return TorchApi(f"torch.onnx.export({name}=)", since, removed, keyword=name)
+    return TorchApi(f"torch.onnx.export({name}=)", since, removed, keyword=name,
+                    exact=since != MIN_TARGET)
 
 
 def _code(name: str, since: Version, pattern: str) -> TorchApi:
-    return TorchApi(name, since, pattern=pattern)
+    return TorchApi(name, since, pattern=pattern, exact=since != MIN_TARGET)
 
 
 API_TABLE: tuple[TorchApi, ...] = (

@@ -1,0 +1,162 @@
+"""``--target-torch`` (issue 34 item 4): the advice depends on the torch the code will run."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from compat import torch_apis
+from migration.cli import main
+from migration.core import Options, check_text, fix_text
+
+H = "import torch\n"
+FALLBACK_SRC = """
+def go(m, x):
+    torch.onnx.export(m, (x,), "m.onnx", dynamo=True, fallback=True)
+
+def off(m, x):
+    torch.onnx.export(m, (x,), "o.onnx", dynamo=True, fallback=False)
+"""
+
+
+def fix(src: str, target: tuple[int, int] | None, unsafe: bool = True) -> str:
+    src = H + textwrap.dedent(src)
+    opts = Options(fix=True, unsafe_fixes=unsafe, target_torch=target)
+    out, _, left, _ = fix_text(src, "t.py", opts)
+    again, fixed, _, _ = fix_text(out, "t.py", opts)
+    assert again == out and not fixed, "second run changed something"
+    return out.removeprefix(H)
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_fallback_is_kept_for_torch_2_9_and_dropped_for_2_13() -> None:
+    """torch 2.9-2.10 take fallback=True (try torch.export, then TorchScript): dropping it there
+    would lose the retry. torch 2.11 removed it, so for 2.13 it goes (unsafe fix)."""
+    old = fix(FALLBACK_SRC, (2, 9))
+    new = fix(FALLBACK_SRC, (2, 13))
+    assert 'dynamo=True, fallback=True)' in old
+    assert 'torch.onnx.export(m, (x,), "m.onnx", dynamo=True)' in new
+    # fallback=False means nothing on any torch: dropped for both
+    assert 'torch.onnx.export(m, (x,), "o.onnx", dynamo=True)' in old
+    assert 'torch.onnx.export(m, (x,), "o.onnx", dynamo=True)' in new
+    assert fix(FALLBACK_SRC, (2, 10)) == old and fix(FALLBACK_SRC, (2, 11)) == new
+    # still reported for 2.9, without a fix, saying why by name
+    found = [f for f in check_text(H + textwrap.dedent(FALLBACK_SRC), "t.py",
+                                   Options(target_torch=(2, 9))) if f.code == "ONX207"]
+    assert [f.applicability for f in found] == ["none", "unsafe"]
+    assert "kept: torch 2.9 (--target-torch) still takes fallback=" in found[0].message
+    assert "removed in torch 2.11" in found[0].message
+
+
+def test_fix_writing_an_api_the_target_lacks_is_held_back() -> None:
+    """dynamic_shapes= and external_data= are in the table from torch 2.9: for an older target
+    (the library's Options; the CLI refuses it) the fixes writing them are not applied, and
+    each finding says which API and which torch."""
+    src = 'torch.onnx.export(m, (x,), "m.onnx", input_names=["x"], dynamic_axes={"x": {0: "n"}})\n'
+    assert 'dynamic_shapes=({0: "n"},), dynamo=True, external_data=False' in fix(src, (2, 9),
+                                                                               unsafe=False)
+    assert fix(src, (2, 8), unsafe=False) == src
+    found = {f.code: f for f in check_text(H + src, "t.py", Options(target_torch=(2, 8)))}
+    assert all(not f.edits and f.applicability == "none" for f in found.values())
+    assert ("fix unavailable for target torch 2.8: torch.onnx.export(dynamic_shapes=) is not "
+            "known in torch 2.8 (checked from torch 2.9)") in found["ONX101"].message
+    assert "torch.onnx.export(external_data=) is not known in torch 2.8" in found["ONX001"].message
+
+
+def test_every_api_a_fix_writes_is_in_torch_2_9() -> None:
+    """Within the targets the CLI takes, the table holds back nothing but fallback= (removed
+    in 2.11): no fix writes an API newer than torch 2.9."""
+    newest = torch_apis.newest_supported()
+    for api in torch_apis.API_TABLE:
+        if api.keyword == "fallback":
+            assert api.available((2, 10)) and not api.available((2, 11))
+        else:
+            assert api.available(torch_apis.MIN_TARGET) and api.available(newest), api.name
+
+
+def test_cli_and_config(capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(H + FALLBACK_SRC)
+    (tmp_path / "pyproject.toml").write_text('[tool.torch-onnx-compat.migrate]\n'
+                                             'target-torch = "2.9"\n')
+    rc, out, _ = cli(capsys, "--diff", "--unsafe-fixes", "a.py")
+    assert rc == 1 and "-    torch.onnx.export(m, (x,), \"m.onnx\"" not in out
+    assert '-    torch.onnx.export(m, (x,), "o.onnx", dynamo=True, fallback=False)' in out
+    # the command line wins over the config
+    rc, out, _ = cli(capsys, "--diff", "--unsafe-fixes", "--target-torch", "2.13", "a.py")
+    assert '+    torch.onnx.export(m, (x,), "m.onnx", dynamo=True)' in out
+    # json keeps ruff's fields: the kept fallback= is a finding without a fix
+    rc, out, _ = cli(capsys, "--output-format", "json", "--target-torch", "2.9.1", "a.py")
+    rows = [r for r in json.loads(out) if r["code"] == "ONX207"]
+    assert rc == 1 and [r["fix"] is None for r in rows] == [True, False]
+
+
+@pytest.mark.parametrize("value,why", [
+    ("banana", "not 'banana'"),
+    ("2.8", "became the default in torch 2.9"),
+    ("3.0", "is the newest supported"),
+])
+def test_invalid_target_is_a_usage_error(capsys, tmp_path, monkeypatch, value, why) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(H + FALLBACK_SRC)
+    rc, out, err = cli(capsys, "--target-torch", value, "a.py")
+    assert rc == 2 and not out and "--target-torch" in err and why in err
+    newest = torch_apis.newest_supported()
+    above = f"{newest[0]}.{newest[1] + 1}"
+    rc, _, err = cli(capsys, "--target-torch", above, "a.py")
+    assert rc == 2 and f"not '{above}'" in err
+
+
+def test_config_number_is_refused(capsys, tmp_path, monkeypatch) -> None:
+    """TOML reads ``2.10`` as the number 2.1: a string is asked for."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(H + FALLBACK_SRC)
+    (tmp_path / "pyproject.toml").write_text('[tool.torch-onnx-compat.migrate]\n'
+                                             'target-torch = 2.10\n')
+    rc, _, err = cli(capsys, "a.py")
+    assert rc == 2 and "target-torch must be a string" in err
+
+
+def test_default_is_the_installed_torch_read_without_importing_it() -> None:
+    """The real installed torch's metadata, and torch stays unimported (the rewriter is fast
+    and torch-free)."""
+    probe = ("import sys; from compat import torch_apis; "
+             "print(torch_apis.installed_torch(), torch_apis.default_target(), "
+             "'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.split(")", 2)
+    version = importlib.metadata.version("torch")  # e.g. 2.13.0+cpu
+    major, minor = (int(p) for p in version.split(".")[:2])
+    assert out[0].strip() == f"({major}, {minor}"
+    expected = max(torch_apis.MIN_TARGET, min((major, minor), torch_apis.newest_supported()))
+    assert out[1].strip() == f"({expected[0]}, {expected[1]}"
+    assert out[2].strip() == "False"
+
+
+def test_default_without_torch_is_the_newest_supported(monkeypatch) -> None:
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert torch_apis.installed_torch() is None
+    assert torch_apis.default_target() == torch_apis.newest_supported()
+
+
+def test_cli_default_follows_the_installed_torch(capsys, tmp_path, monkeypatch) -> None:
+    """Without --target-torch the installed torch decides: on 2.11+ fallback= is dropped."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(H + FALLBACK_SRC)
+    rc, out, _ = cli(capsys, "--diff", "--unsafe-fixes", "a.py")
+    dropped = '+    torch.onnx.export(m, (x,), "m.onnx", dynamo=True)' in out
+    assert dropped == (not torch_apis.BY_KEYWORD["fallback"].available(
+        torch_apis.default_target()))
