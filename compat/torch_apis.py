@@ -88,8 +88,18 @@ API_TABLE: tuple[TorchApi, ...] = (
     _code("torch.library.register_fake", (2, 9), r"\bregister_fake\b"),
     # torch/compiler/__init__.py of 2.9.1: def is_exporting
     _code("torch.compiler.is_exporting", (2, 9), r"\bcompiler\.is_exporting\b"),
+    # ... and False under torch.compile: pytorch/pytorch#176347 (True during torch.compile),
+    # fixed by #176499 (merged 2026-03-10). torch/_dynamo/variables/torch.py of 2.12.1 and 2.13.0
+    # reads torch.compiler._is_exporting_flag ("is_exporting() should only be True during
+    # torch.export"); 2.9.1 to 2.11.0 fold it to True. Measured: backward through a
+    # torch.compile'd ``(op if torch.compiler.is_exporting() else Fn.apply)(x)`` fails on 2.9.1
+    # and 2.11.0 (the op has no autograd formula) and passes on 2.13.0.
+    TorchApi("torch.compiler.is_exporting() False under torch.compile", (2, 12),
+             pattern=r"\bcompiler\.is_exporting\b"),
 )
 BY_KEYWORD: dict[str, TorchApi] = {a.keyword: a for a in API_TABLE if a.keyword}
+#: what the call sites of a migrated ``autograd.Function`` rely on (``migration/function_ops.py``)
+EXPORTING_ONLY_UNDER_EXPORT = API_TABLE[-1]
 _PATTERNS = tuple((a, re.compile(a.pattern)) for a in API_TABLE if a.pattern)
 #: torch.onnx.export(dynamo=): code for torch older than this never gets it from the rewriter
 DYNAMO_KEYWORD_SINCE: Version = BY_KEYWORD["dynamo"].since

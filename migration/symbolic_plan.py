@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from compat import torch_apis
+
 from . import generated, symbolic_translate
 from .analysis import Context, literal
 from .function_ops import FunctionOp
@@ -55,6 +57,21 @@ def table_key(name: str) -> str | None:
     return f"{ns or 'aten'}::{op}"
 
 
+def _held_by_target(ctx: Context) -> str:
+    """Why the call sites of a migrated Function cannot be written for ``--target-torch`` (''
+    when they can): they choose the op by ``torch.compiler.is_exporting()``, which torch before
+    2.12 also makes True under torch.compile, where the op (it has no backward) would break
+    training. The export call then keeps ``compat.export``, which needs no call-site change."""
+    target = ctx.facts.get("target_torch")
+    api = torch_apis.EXPORTING_ONLY_UNDER_EXPORT
+    if target is None or api.available(tuple(target)):
+        return ""
+    return (f"not migrated for target torch {torch_apis.shown(tuple(target))}: its call sites "
+            f"would pick the op by torch.compiler.is_exporting(), also True under torch.compile "
+            f"before torch {torch_apis.shown(api.since)} (pytorch/pytorch#176347), so a compiled "
+            f"model would call the op, which has no backward")
+
+
 def plan(ctx: Context) -> SymbolicPlan:
     """The module's symbolic plan (computed once, kept in ``ctx.facts``)."""
     if "symbolic_plan" not in ctx.facts:
@@ -77,8 +94,9 @@ def _plan(ctx: Context) -> SymbolicPlan:
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
             fop = FunctionOp(node, namespace, path, local, imports)
-            if fop.blockers:
-                line, why = fop.blockers[0]
+            held = _held_by_target(ctx)
+            if fop.blockers or held:
+                line, why = fop.blockers[0] if fop.blockers else (node.lineno, held)
                 out.blocked.append((line, f"{node.name}.symbolic", why))
             else:
                 out.functions.append(fop)

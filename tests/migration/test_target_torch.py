@@ -27,7 +27,7 @@ def off(m, x):
 def fix(src: str, target: tuple[int, int] | None, unsafe: bool = True) -> str:
     src = H + textwrap.dedent(src)
     opts = Options(fix=True, unsafe_fixes=unsafe, target_torch=target)
-    out, _, left, _ = fix_text(src, "t.py", opts)
+    out, _, _, _ = fix_text(src, "t.py", opts)
     again, fixed, _, _ = fix_text(out, "t.py", opts)
     assert again == out and not fixed, "second run changed something"
     return out.removeprefix(H)
@@ -73,13 +73,16 @@ def test_fix_writing_an_api_the_target_lacks_is_held_back() -> None:
     assert "torch.onnx.export(external_data=) is not known in torch 2.8" in found["ONX001"].message
 
 
-def test_every_api_a_fix_writes_is_in_torch_2_9() -> None:
-    """Within the targets the CLI takes, the table holds back nothing but fallback= (removed
-    in 2.11): no fix writes an API newer than torch 2.9."""
+def test_what_the_table_holds_back_within_the_targets() -> None:
+    """Within the targets the CLI takes, two facts change advice: fallback= (removed in 2.11)
+    and torch.compiler.is_exporting() being False under torch.compile (2.12); every other API
+    a fix writes is in torch 2.9."""
     newest = torch_apis.newest_supported()
     for api in torch_apis.API_TABLE:
         if api.keyword == "fallback":
             assert api.available((2, 10)) and not api.available((2, 11))
+        elif api is torch_apis.EXPORTING_ONLY_UNDER_EXPORT:
+            assert not api.available((2, 11)) and api.available((2, 12))
         else:
             assert api.available(torch_apis.MIN_TARGET) and api.available(newest), api.name
 
@@ -156,7 +159,85 @@ def test_cli_default_follows_the_installed_torch(capsys, tmp_path, monkeypatch) 
     """Without --target-torch the installed torch decides: on 2.11+ fallback= is dropped."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.py").write_text(H + FALLBACK_SRC)
-    rc, out, _ = cli(capsys, "--diff", "--unsafe-fixes", "a.py")
+    _, out, _ = cli(capsys, "--diff", "--unsafe-fixes", "a.py")
     dropped = '+    torch.onnx.export(m, (x,), "m.onnx", dynamo=True)' in out
     assert dropped == (not torch_apis.BY_KEYWORD["fallback"].available(
         torch_apis.default_target()))
+
+
+FUNCTION_SRC = """\
+import torch
+
+
+class ScaledTanh(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x)
+        ctx.save_for_backward(y)
+        return y * 2.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * 2.0 * (1 - y * y)
+
+    @staticmethod
+    def symbolic(g, x):
+        return g.op("Mul", g.op("Tanh", x), g.op("Constant", value_t=torch.tensor(2.0)))
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return ScaledTanh.apply(self.fc(x))
+
+
+def main(path):
+    model = Net().eval()
+    torch.onnx.export(model, (torch.randn(2, 4),), path, input_names=["x"], output_names=["y"])
+"""
+
+
+def test_function_op_call_sites_need_torch_2_12(capsys, tmp_path, monkeypatch) -> None:
+    """An autograd.Function with a symbolic becomes an op chosen by
+    torch.compiler.is_exporting(), which torch before 2.12 also makes True under torch.compile
+    (the op has no backward): for 2.9-2.11 the Function stays and the export call keeps
+    compat.export, saying why; for 2.12+ the op is written, once."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scaled.py").write_text(FUNCTION_SRC)
+    for target in ("2.9", "2.11"):
+        rc, out, _ = cli(capsys, "--diff", "--target-torch", target, "scaled.py")
+        assert "is_exporting() else" not in out and "+    compat.export(model" in out
+        assert f"not migrated for target torch {target}" in out and "#176347" in out
+    rc, out, _ = cli(capsys, "--diff", "--target-torch", "2.12", "scaled.py")
+    assert "torch.compiler.is_exporting() else ScaledTanh.apply" in out
+    assert "compat.export" not in out
+    rc, out, _ = cli(capsys, "--fix", "--target-torch", "2.13", "scaled.py")
+    assert rc == 1 and "Fixed 1 finding(s)" in out  # ONX302 stays: informational, no fix
+    assert cli(capsys, "--diff", "--target-torch", "2.13", "scaled.py")[1] == ""
+
+
+@pytest.mark.slow
+def test_function_op_migrated_for_2_12_trains_under_torch_compile(capsys, tmp_path,
+                                                                  monkeypatch) -> None:
+    """What the 2.12+ advice relies on, on the installed torch (2.13): a torch.compile'd model
+    with the migrated call site takes Function.apply, so its backward runs (on torch 2.9.1 and
+    2.11.0 the same code fails: "no autograd formula was registered" for the op)."""
+    if torch_apis.installed_torch() < (2, 12):
+        pytest.skip("the installed torch predates torch.compiler.is_exporting's fix")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scaled.py").write_text(FUNCTION_SRC)
+    cli(capsys, "--fix", "--target-torch", "2.13", "scaled.py")
+    assert "is_exporting() else" in (tmp_path / "scaled.py").read_text()
+    probe = ("import torch, scaled as m\n"
+             "torch.manual_seed(0); net = m.Net(); x = torch.randn(2, 4)\n"
+             "y = torch.compile(net, backend='eager')(x); y.sum().backward()\n"
+             "g = net.fc.weight.grad.clone(); net.zero_grad(); net(x).sum().backward()\n"
+             "print(torch.allclose(y, torch.tanh(net.fc(x)) * 2), "
+             "torch.allclose(g, net.fc.weight.grad))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.stdout.split() == ["True", "True"], done.stderr[-2000:]
