@@ -10,6 +10,8 @@ keeps ``compat.export``.
 
 The model keeps calling the Function in eager mode (training and its backward unchanged): the
 call site becomes ``(<module>_onnx.op if torch.compiler.is_exporting() else Fn.apply)(...)``.
+Under torch.compile that holds from torch 2.12 only (``compat.torch_apis``): for an older
+``--target-torch`` the Function is not migrated (``symbolic_plan._held_by_target``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from compat import catalog
+from compat.torch_apis import default_target
 from migration.core import Options, check_text
 
 # slow (runs each printed hint as a fresh process): CI runs it in its own step, `make test-slow`
@@ -47,7 +48,8 @@ FIXTURES = {**{code: before for code, (before, _) in catalog.EXAMPLES.items()}, 
 
 
 def _findings(path: Path) -> list:
-    return check_text(path.read_text(), str(path), Options())
+    """As the CLI finds them: for its default --target-torch (the installed torch)."""
+    return check_text(path.read_text(), str(path), Options(target_torch=default_target()))
 
 
 def _hint(message: str) -> str | None:
