@@ -5,8 +5,8 @@ imported) holds back a fix that would write an API torch X.Y lacks: the finding 
 the fix, and says which API and which torch. The rewriter imports this where torch is not
 installed.
 
-Where each fact was checked (torch's own source, the installed wheels of torch 2.9.1, 2.13.0 and
-2.14.1, and torch's pull requests) is given beside it. ``since`` is the first release the fact
+Where each fact was checked (torch's own source in the wheels of torch 2.9.1, 2.10.0, 2.11.0,
+2.12.1, 2.13.0 and 2.14.1, and torch's pull requests) is given beside it. ``since`` is the first release the fact
 was checked on; ``(2, 9)`` means "present in torch 2.9.1", the oldest torch a migration can
 target (:data:`MIN_TARGET`): an earlier introduction changes no advice and was not looked up.
 """
@@ -61,8 +61,9 @@ def _code(name: str, since: Version, pattern: str) -> TorchApi:
 
 API_TABLE: tuple[TorchApi, ...] = (
     # torch.onnx.export keywords. dynamo=: torch 2.5 (the catalog's fact since issue 11; torch 2.4
-    # rejects it). The others: present in the signature of torch 2.9.1, 2.13.0 and 2.14.1
-    # (torch/onnx/__init__.py, def export).
+    # rejects it). The others: in the signature of torch 2.9.1, 2.10.0, 2.11.0, 2.12.1, 2.13.0
+    # and 2.14.1 (torch/onnx/__init__.py, def export). dynamic_shapes may name axes with strings
+    # there (torch/onnx/_internal/exporter/_dynamic_shapes.py, convert_str_to_export_dim).
     _kw("dynamo", (2, 5)),
     _kw("dynamic_shapes", (2, 9)),
     _kw("external_data", (2, 9)),
@@ -70,23 +71,25 @@ API_TABLE: tuple[TorchApi, ...] = (
     _kw("optimize", (2, 9)),
     _kw("report", (2, 9)),
     _kw("verify", (2, 9)),
-    # fallback=: in torch 2.9.1's signature; gone from 2.13.0's, whose docstring says
-    # ".. versionchanged:: 2.11 ``fallback`` option has been removed."
+    # fallback=: in the signature of 2.9.1 and 2.10.0, gone from 2.11.0's, whose docstring says
+    # ".. versionchanged:: 2.11 ``fallback`` option has been removed." Measured: a model with a
+    # data-dependent branch exports with fallback=True, dynamo=True on 2.9.1 and 2.10.0 (the
+    # TorchScript retry), and the call is a TypeError on 2.11.0 and 2.13.0.
     _kw("fallback", (2, 9), removed=(2, 11)),
     # torch.export.Dim: torch 2.2 (pytorch/tutorials#2592: "torch.export.Dim is not in 2.1").
     # Dim.AUTO / Dim.STATIC: pytorch/pytorch#133620 (DIM enum, Aug 2024) hung on Dim by #134484;
-    # Dim.DYNAMIC: torch/export/dynamic_shapes.py of 2.9.1 (class Dim: AUTO, DYNAMIC, STATIC).
+    # Dim.AUTO / Dim.DYNAMIC: torch/export/dynamic_shapes.py of 2.9.1 to 2.13.0 (class Dim).
     _code("torch.export.Dim.AUTO", (2, 9), r"\bexport\.Dim\.AUTO\b"),
     _code("torch.export.Dim.DYNAMIC", (2, 9), r"\bexport\.Dim\.DYNAMIC\b"),
     _code("torch.export.Dim", (2, 2), r"\bexport\.Dim\("),
-    # draft_export: torch/export/__init__.py __all__ of 2.9.1 and 2.13.0 (docs: "Draft Export",
+    # draft_export: torch/export/__init__.py __all__ of 2.9.1 to 2.13.0 (docs: "Draft Export",
     # created May 2025)
     _code("torch.export.draft_export", (2, 9), r"\bexport\.draft_export\b"),
     # torch/_library/custom_ops.py (custom_op, CustomOpDef.register_fake) and torch/library.py
-    # (register_fake) of 2.9.1
+    # (register_fake) of 2.9.1 to 2.13.0
     _code("torch.library.custom_op", (2, 9), r"\blibrary\.custom_op\b"),
     _code("torch.library.register_fake", (2, 9), r"\bregister_fake\b"),
-    # torch/compiler/__init__.py of 2.9.1: def is_exporting
+    # torch/compiler/__init__.py of 2.9.1 to 2.13.0: def is_exporting
     _code("torch.compiler.is_exporting", (2, 9), r"\bcompiler\.is_exporting\b"),
     # ... and False under torch.compile: pytorch/pytorch#176347 (True during torch.compile),
     # fixed by #176499 (merged 2026-03-10). torch/_dynamo/variables/torch.py of 2.12.1 and 2.13.0
