@@ -35,7 +35,7 @@ SYMBOLIC = {"custom_op_symbolic.py": "relu_as_max", "autograd_symbolic.py": "Sca
 #: which migrate targets by default: an autograd.Function's op needs torch 2.12's
 #: torch.compiler.is_exporting): they stay on compat.export, the comment saying why
 UNTRANSLATED: dict[str, str] = {} if torch_apis.EXPORTING_ONLY_UNDER_EXPORT.available(
-    torch_apis.default_target()) else {"autograd_symbolic.py": "not migrated for target torch"}
+    torch_apis.default_target()) else {"autograd_symbolic.py": "pytorch/pytorch#176347"}
 #: scripts this branch does not finish yet (each is a later item of issue 30)
 NOT_YET: dict[str, str] = {
     "training_batchnorm.py": "30.4: training=TRAINING pins dynamo=False",
