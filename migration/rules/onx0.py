@@ -12,11 +12,12 @@ import dataclasses
 import os
 import textwrap
 
+from compat import catalog_facts as facts
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
 
-from .. import evidence, generated, pins, symbolic_plan
-from ..analysis import Context, ExportCall, literal
+from .. import evidence, generated, pins, symbolic_plan, train_mode
+from ..analysis import Context, ExportCall, literal, option_value
 from ..model import Edit
 from ..registry import register
 from . import axes
@@ -258,6 +259,43 @@ def _as_the_shim_applied(entries: list, site: evidence.Site | None) -> list:
     return out
 
 
+def train_table_blocker(ctx: Context, ec: ExportCall) -> tuple[str, str]:
+    """``(mode, "")``: ``training=mode`` (``TRAINING``/``PRESERVE``) can be exported on plain torch
+    with the shim's batch-statistics translations from the generated module (``TRAINING``: the
+    call inside ``with <module>.train_mode(model):``); ``(mode, why)`` when it cannot be here;
+    ``("", "")`` when the call has no such option."""
+    opt = ec.options.get("training")
+    mode = facts.canonical("training", option_value(opt.value)) if opt is not None else None
+    if mode not in ("TRAINING", "PRESERVE"):
+        return ("?", "training= is not a value this tool can read") \
+            if opt is not None and mode is facts.UNKNOWN else ("", "")
+    stmt = ctx.block_statement(ec.node)
+    if mode == "TRAINING" and (ec.model is None or ec.star_args or not isinstance(stmt, ast.Expr)):
+        return mode, ("the model is not a name this tool can put in train mode around the call, "
+                      "or the call is not a statement of its own")
+    if "custom_translation_table" in ec.options or ec.star_kwargs:
+        return mode, "the call passes its own translation table (or **kwargs that may)"
+    return mode, ""
+
+
+def _train_edits(ctx: Context, ec: ExportCall, mode: str) -> tuple[tuple[Edit, ...], tuple]:
+    """The edits exporting ``training=mode`` on plain torch, and the generated entries."""
+    module, imp = _generated_import(ctx, ec)
+    k = ec.key
+    opt = ec.options["training"]
+    edits: list[Edit] = [*ec.edits_for(opt, Edit("drop", k, ("training",))),
+                         Edit("add", k, ("custom_translation_table",
+                                         f"{module}.translation_table()")), imp]
+    what = ("the model is captured in train mode, BatchNorm" if mode == "TRAINING"
+            else "BatchNorm in train mode")
+    why = _comment_lines(f"training={mode}: {what} exported with batch statistics by the shim's "
+                         f"translations in {generated.module_name(ctx.path)}.py", ctx, ec)
+    edits += [Edit("comment", k, (c,)) for c in why]
+    if mode == "TRAINING":
+        edits.append(Edit("wrap", k, (f"{module}.{train_mode.TRAIN_MODE}({ctx.src(ec.model)})",)))
+    return tuple(edits), train_mode.entries(ctx.path, ec.node.lineno, mode)
+
+
 def _generated_import(ctx: Context, ec: ExportCall) -> tuple[str, Edit]:
     """The name the call reads the generated module by, and its import."""
     taken = ctx.names()
@@ -322,9 +360,15 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
                 reasons = [r for r in reasons if not r.startswith(BAKED)]
         if reasons:  # plain torch cannot do what the shim did for one of its models
             return _via_compat(ctx, ec, reasons, verdict)
+    train = ("", "")
     if taken == "dynamo":
         kept = [(code, why) for code, why in translated_pins(ctx, ec, site)
                 if _enabled(ctx, ec, code)]
+        train = train_table_blocker(ctx, ec)
+        if train[0] and not train[1]:  # the shim's translations keep the shim's model
+            kept = [(code, why) for code, why in kept if code != "ONX102"]
+        elif train[0]:
+            kept = [(c, f"{why} ({train[1]})" if c == "ONX102" else why) for c, why in kept]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
             return _via_compat(ctx, ec, [("the shim translated options plain torch ignores and "
                                           "the TorchScript route failed here")], verdict)
@@ -370,6 +414,11 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
                         for call, fop in translations.applies), *torch_imports]
     elif translations is not None:
         return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
+    if route.dynamo and train[0] and not train[1]:
+        train_edits, entries = _train_edits(ctx, ec, train[0])
+        edits += train_edits
+        route.generated = (*route.generated, *entries)
+        route.train = train[0]
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
@@ -475,7 +524,10 @@ def check_export(ctx: Context, ec: ExportCall) -> Route:
         note = "dynamo=False: " + "; ".join(r for _, r in route.pins)
     if route.convert:
         note += f"; opset_version={route.convert} kept, compat.convert_opset after the export"
-    if route.generated:
+    if route.train:
+        note += (f"; training={route.train}: BatchNorm translations in "
+                 f"{generated.module_name(ctx.path)}.py (custom_translation_table=)")
+    elif route.generated:
         note += (f"; custom symbolics translated into {generated.module_name(ctx.path)}.py "
                  "(custom_translation_table=)")
     ctx.emit("ONX001", ec.node, "safe", route.pin_edits, note=note, generated=route.generated)
