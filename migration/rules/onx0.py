@@ -16,7 +16,7 @@ from compat import catalog_facts as facts
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
 
-from .. import evidence, generated, pins, symbolic_plan, train_mode
+from .. import draft_plan, evidence, generated, pins, symbolic_plan, train_mode
 from ..analysis import Context, ExportCall, literal, option_value
 from ..model import Edit
 from ..registry import register
@@ -214,20 +214,21 @@ def _draft_capture(ctx: Context, ec: ExportCall, site: evidence.Site) -> tuple[E
             or {"kwargs", "dynamic_axes", "dynamic_shapes"} & set(ec.options) \
             or isinstance(ec.args, (ast.Dict, ast.DictComp)):
         return ()
-    torch_ref, imports = ctx.import_module("torch", ec.scope)
+    module, imp = _generated_import(ctx, ec)
     names = ctx.names()
     program = next(n for n in ("exported_program", *(f"exported_program_{i}" for i in range(2, 99)))
                    if n not in names)
     args = ctx.src(ec.args)
     args = args if isinstance(ec.args, ast.Tuple) else f"({args},)"
-    capture = f"{program} = {torch_ref}.export.draft_export({ctx.src(ec.model)}, {args})"
+    capture = f"{program} = {module}.{draft_plan.DRAFT_EXPORT}({ctx.src(ec.model)}, {args})"
     where = "; ".join(f"{os.path.basename(b.get('file') or '?')}:{b.get('line')} "
                       f"`{b.get('source')}`" for b in site.baked())
     why = _comment_lines(f"the model branches on a tensor's value ({where}); "
                          "torch.export.draft_export bakes the branch the example takes, as the "
-                         "shim did; torch.cond keeps both", ctx, ec)
+                         f"shim did (on the parameters' real values: see "
+                         f"{generated.module_name(ctx.path)}.py); torch.cond keeps both", ctx, ec)
     return (*(Edit("comment", ec.key, (c,)) for c in why), Edit("before", ec.key, (capture,)),
-            Edit("arg", ec.key, (0, program)), *imports)
+            Edit("arg", ec.key, (0, program)), imp)
 
 
 def _untranslated(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> str:
@@ -398,6 +399,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
     if capture and route.dynamo:
         edits += capture
+        route.generated = draft_plan.entries(ctx.path, ec.node.lineno)
+        route.made.append("draft_export")
     if route.dynamo and translations is not None:
         if "custom_translation_table" in ec.options or ec.star_kwargs:
             why = "custom symbolics in this file, and the call passes its own translation table"
@@ -405,7 +408,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         module, imports = _generated_import(ctx, ec)
         edits += [Edit("add", ec.key, ("custom_translation_table",
                                        f"{module}.translation_table()")), imports]
-        route.generated = tuple(_as_the_shim_applied(translations.entries, site))
+        route.generated = (*route.generated, *_as_the_shim_applied(translations.entries, site))
+        route.made.append("custom symbolics translated")
         if ctx.facts.get("drop_legacy_symbolics"):  # the export no longer needs them
             edits += [e for e in (symbolic_plan.droppable(ctx, r) for r in translations.registrations) if e]
         if translations.applies:
@@ -419,6 +423,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         edits += train_edits
         route.generated = (*route.generated, *entries)
         route.train = train[0]
+        route.made.append(f"training={train[0]}: BatchNorm translations")
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
@@ -524,11 +529,7 @@ def check_export(ctx: Context, ec: ExportCall) -> Route:
         note = "dynamo=False: " + "; ".join(r for _, r in route.pins)
     if route.convert:
         note += f"; opset_version={route.convert} kept, compat.convert_opset after the export"
-    if route.train:
-        note += (f"; training={route.train}: BatchNorm translations in "
-                 f"{generated.module_name(ctx.path)}.py (custom_translation_table=)")
-    elif route.generated:
-        note += (f"; custom symbolics translated into {generated.module_name(ctx.path)}.py "
-                 "(custom_translation_table=)")
+    if route.made:
+        note += f"; {', '.join(route.made)} in {generated.module_name(ctx.path)}.py"
     ctx.emit("ONX001", ec.node, "safe", route.pin_edits, note=note, generated=route.generated)
     return route

@@ -33,14 +33,9 @@ SYMBOLIC = {"custom_op_symbolic.py": "relu_as_max", "autograd_symbolic.py": "Sca
 #: of those, the ones whose symbolic has no translation yet: they stay on compat.export
 UNTRANSLATED: dict[str, str] = {}
 #: scripts this branch does not finish yet (each is a later item of issue 30)
-NOT_YET: dict[str, str] = {
-    "value_branch.py": "30.6: the migrated draft_export call's model differs from the shim's at "
-                       "the recorded shapes (1.18) only with TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT=1 "
-                       "(make test-no-torchscript); passes without it, on torch 2.13 and 2.14.1: "
-                       "cause under that variable not yet found",
-}
+NOT_YET: dict[str, str] = {}
 #: of those, the ones not known to fail every time (not strict)
-UNEXPLAINED = {"value_branch.py"}
+UNEXPLAINED: set[str] = set()
 
 pytestmark = pytest.mark.slow
 
