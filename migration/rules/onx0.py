@@ -366,6 +366,9 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         kept = [(code, why) for code, why in translated_pins(ctx, ec, site)
                 if _enabled(ctx, ec, code)]
         train = train_table_blocker(ctx, ec)
+        if train[0] == "TRAINING" and capture and not train[1]:
+            # the explicit capture runs before the call, outside train_mode(model)
+            train = (train[0], "the model's branch is baked by an explicit capture before the call")
         if train[0] and not train[1]:  # the shim's translations keep the shim's model
             kept = [(code, why) for code, why in kept if code != "ONX102"]
         elif train[0]:

@@ -100,3 +100,15 @@ def test_generated_batch_statistics_translations_match_eager_train_mode(tmp_path
         session = ort.InferenceSession(program.model_proto.SerializeToString())
         got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
         np.testing.assert_allclose(got, expected, atol=1e-4)
+
+
+def test_a_baked_branch_in_train_mode_stays_pinned_with_the_reason():
+    """The explicit capture runs before the call, outside ``train_mode(model)``: not the shim's
+    train-mode capture, so the call keeps dynamo=False and says why (ONX102)."""
+    src = ("import torch\n\ntorch.onnx.export(m, (x,), 'm.onnx', "
+           "training=torch.onnx.TrainingMode.TRAINING)\n")
+    record = {**BAKED_RECORD, "translations": [
+        {"code": "ONX102", "option": "training", "action": "training=TRAINING: batch statistics"}]}
+    out, _, _, _ = fix_text(src, "t.py", Options(fix=True), {3: record})
+    assert "dynamo=False" in out and "baked by an explicit capture" in out, out
+    assert "train_mode(" not in out
