@@ -160,10 +160,11 @@ ENTRIES: tuple[Entry, ...] = (
         "ignored by the torch.export exporter since torch 2.9 (eval-mode BatchNorm is exported even "
         "for TRAINING)",
         facts.runtime_text("ONX102"),
-        "`model.eval()` before the export for `EVAL`; for `TRAINING` no plain torch.export "
-        "equivalent: `model.train()` does not keep it there (BatchNorm is exported with its running "
-        "statistics), only the TorchScript exporter (`dynamo=False`) or `compat.export` keeps "
-        "train-mode BatchNorm",
+        "`model.eval()` before the export for `EVAL`; for `TRAINING`, `model.train()` alone does "
+        "not keep it (BatchNorm is exported with its running statistics): export in train mode "
+        "with a `custom_translation_table=` of the batch-statistics BatchNorm translations "
+        "`compat.export` uses (compat.migrate generates them from a ledger), or keep "
+        "`dynamo=False`",
         facts.rewrite_text("ONX102"), "unsafe", deprecated_in="2.9", tokens=("training",),
     ),
     _E(
@@ -540,7 +541,8 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
 SHORT_FIXES: dict[str, str] = {
     "ONX001": "pass dynamo=True (or dynamo=False where the model needs the TorchScript exporter)",
     "ONX101": "use dynamic_shapes= keyed by forward() parameter names, axis names kept",
-    "ONX102": "EVAL: call model.eval() first; TRAINING: keep dynamo=False (model.train() won't do)",
+    "ONX102": ("EVAL: call model.eval() first; TRAINING: model.train() won't do; export in train "
+               "mode with batch-statistics BatchNorm translations, or keep dynamo=False"),
     "ONX103": "drop it; custom_translation_table= for ops without an ONNX translation",
     "ONX104": "drop True; pass optimize=False for False (with dynamo=True)",
     "ONX105": "use custom_translation_table= with onnxscript functions, or keep dynamo=False",

@@ -185,10 +185,20 @@ OPTIONS: tuple[OptionFacts, ...] = (
                    "`model.eval()` before the call (unsafe)"),
         _E(("PRESERVE",), "`PRESERVE`", "shim",
            "the model is captured in its own mode (in train mode: BatchNorm with batch "
-           "statistics)"),
+           "statistics)",
+           rewrite="where a ledger shows the shim's torch.export route: dropped, and the shim's "
+                   "batch-statistics translations passed as `custom_translation_table=` from "
+                   "the generated module `<module>_onnx.py`; else (no ledger, a call passing its "
+                   "own table or `**kwargs`) pins `dynamo=False`"),
         _E(("TRAINING",), "`TRAINING` (`True`)", "shim",
            "the model is captured in train mode (restored after): BatchNorm with batch "
-           "statistics, Dropout with training_mode=True"),
+           "statistics, Dropout with training_mode=True",
+           rewrite="where a ledger shows the shim's torch.export route: dropped, the call "
+                   "exported inside `with <module>_onnx.train_mode(model):` (train mode for the "
+                   "capture, every mode and buffer restored after) with the shim's "
+                   "batch-statistics translations as `custom_translation_table=` from the "
+                   "generated module `<module>_onnx.py`; else (no ledger, a model or call this "
+                   "tool cannot wrap, a call passing its own table) pins `dynamo=False`"),
     ), unknown="shim", enum=TRAINING_MODES, default="EVAL"),
     OptionFacts("operator_export_type", "ONX103", (
         _E(("ONNX",), "`ONNX`", "dropped", "what the torch.export route does"),

@@ -141,12 +141,17 @@ def _batch_norm(x, weight, bias, running_mean, running_var, training, momentum, 
     return out, save_mean, save_rstd, new_mean, new_var
 
 
-def _bn_functional(input, weight=None, bias=None, running_mean=None, running_var=None,
-                   training: bool = False, momentum: float = 0.1, eps: float = 1e-5):
+def _bn_functional(
+    input, weight=None, bias=None, running_mean=None, running_var=None,
+    training: bool = False, momentum: float = 0.1, eps: float = 1e-5,
+):
     return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
-def _bn_three(input, weight=None, bias=None, running_mean=None, running_var=None,
-              training: bool = False, momentum: float = 0.1, eps: float = 1e-5):
-    out, mean, rstd, _, _ = _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+def _bn_three(
+    input, weight=None, bias=None, running_mean=None, running_var=None,
+    training: bool = False, momentum: float = 0.1, eps: float = 1e-5,
+):
+    out, mean, rstd, _, _ = _batch_norm(
+        input, weight, bias, running_mean, running_var, training, momentum, eps)
     return out, mean, rstd

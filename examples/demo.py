@@ -6,7 +6,10 @@ onnxruntime. Last, `python -m compat.migrate --ledger L --write` rewrites the co
 evidence, the rewritten scripts run on the installed torch as written (`compat run --observe
 --ledger L2`: plain torch, recorded), and `compat verify-migration L L2` checks that each call
 site exported the same model as under the shim (opset, names, dim_params, layout, custom nodes,
-onnxruntime numerics): a migration never changes the model.
+onnxruntime numerics): a migration never changes the model. `compat.migrate` prints, and
+`compat report` of the migrated run shows, how many call sites finished on plain torch (with or
+without a post-step), are pinned (with the reason) or are left on the shim; a script with custom
+symbolics migrates all the way too.
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def migrate_and_rerun(scripts: pathlib.Path, ledger: pathlib.Path, out: pathlib.
     if verify.returncode != 0:
         print(f"  the migrated scripts export other models (exit {verify.returncode})")
         failures += 1
-    return failures
+    return failures + (not finished_counts(observed))
 
 
 CUSTOM_SYMBOLIC = "custom_symbolic_export.py"
@@ -129,7 +132,8 @@ def custom_symbolic_all_the_way(work: pathlib.Path) -> int:
     """A script with custom symbolics (a registered one writing com.microsoft::Gelu, an
     autograd.Function with its own symbolic) migrates all the way onto torch's own exporter:
     the symbolics become onnxscript translations in a generated module beside it, the call
-    passes custom_translation_table=, and verify-migration finds the shim's model."""
+    passes custom_translation_table=, and verify-migration finds the shim's model; the counts
+    (compat.migrate's from the text, `compat report`'s from the migrated run) say it finished."""
     work.mkdir(parents=True)
     shutil.copy(HERE / CUSTOM_SYMBOLIC, work / CUSTOM_SYMBOLIC)
     script, before, after = work / CUSTOM_SYMBOLIC, work / "L-shim.jsonl", work / "L-plain.jsonl"
@@ -143,7 +147,7 @@ def custom_symbolic_all_the_way(work: pathlib.Path) -> int:
             mig = subprocess.run([sys.executable, "-m", "compat.migrate", "--no-progress",
                                   "--ledger", str(before), "--unsafe-fixes", "--write", str(script)],
                                  capture_output=True, text=True, check=False)
-            print(mig.stdout.strip().splitlines()[-1])
+            print(mig.stdout.strip())  # with the counts: finished, post-step, pinned, on the shim
             import difflib
 
             print("".join(difflib.unified_diff(original.splitlines(True),
@@ -168,7 +172,22 @@ def custom_symbolic_all_the_way(work: pathlib.Path) -> int:
     verify = subprocess.run([sys.executable, "-m", "compat", "verify-migration", str(before),
                              str(after)], capture_output=True, text=True, check=False)
     print(verify.stdout.strip() or verify.stderr.strip())
-    return failures + (verify.returncode != 0)
+    return failures + (verify.returncode != 0) + (not finished_counts(after))
+
+
+def finished_counts(ledger: pathlib.Path) -> bool:
+    """`compat report` of the migrated run: its call sites finished / pinned / on the shim (the
+    counts `compat.migrate` printed from the text, here from what ran). True when every call
+    site finished on plain torch (with or without a post-step)."""
+    print(f"\n=== python -m compat report {ledger.name}")
+    report = subprocess.run([sys.executable, "-m", "compat", "report", str(ledger)],
+                            capture_output=True, text=True, check=False)
+    lines = [ln for ln in report.stdout.splitlines()
+             if ln.startswith(("Call sites:", "- pinned"))]
+    print("\n".join(lines) or report.stdout.strip() or report.stderr.strip())
+    done = report.returncode == 0 and bool(lines) and " 0 pinned, 0 left on the shim." in lines[0]
+    print(f"  migrated all the way (no call pinned, none left on the shim): {'yes' if done else 'NO'}")
+    return done
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ on a call: ``to_kw`` (index, name), ``rename`` (old, new), ``set`` (name, code),
 ``add`` (name, code), ``func`` (code), ``dynamo_export`` (func code), ``arg`` (index, code: a
 positional argument replaced); on the statement holding the
 call: ``before`` / ``after`` (statement code; ``follow``: right after the call, before the
-``after`` ones), ``comment`` (text); ``with_unwrap`` (statement code)
+``after`` ones), ``comment`` (text), ``wrap`` (a context manager's code: the statement becomes
+the body of ``with <code>:``, the ``before``/``follow``/``after`` statements stay outside);
+``with_unwrap`` (statement code)
 on a With; ``importfrom_module`` (module) on an ImportFrom; ``drop_import`` (the bound name) on
 an Import or ImportFrom; ``drop_stmt`` on an expression statement (removed with its line);
 ``import`` (statement) at (0, 0).
@@ -289,6 +291,7 @@ class _Fixer(cst.CSTTransformer):
         # trailing comments of an unwrapped ``with`` block, by the statement they now follow
         self.footers: dict[int, list[cst.EmptyLine]] = {}
         self.dropped: list[str] = []  # comments of dropped arguments, which went with them
+        self.indent = "    "  # the module's own indent (``wrap`` indents a statement by it)
 
     def _edits(self, node: cst.CSTNode) -> list[Edit]:
         pos = self.get_metadata(PositionProvider, node).start
@@ -297,7 +300,7 @@ class _Fixer(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self.frames.append({"before": [], "follow": [], "after": [], "comment": [],
-                                "kept": []})
+                                "kept": [], "wrap": []})
         return super().on_visit(node)
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
@@ -311,6 +314,8 @@ class _Fixer(cst.CSTTransformer):
         if not any(frame.values()) or not stmts:
             return result
         lead = list(original.leading_lines)
+        if frame["wrap"]:
+            stmts = [self._wrapped(stmts, frame["wrap"][0])]
         before = [cst.parse_statement(c) for c in frame["before"]]
         after = [cst.parse_statement(c) for c in frame["follow"] + frame["after"]]
         out = before + stmts
@@ -321,6 +326,14 @@ class _Fixer(cst.CSTTransformer):
             idx = len(before)
             out[idx] = out[idx].with_changes(leading_lines=[])
         return cst.FlattenSentinel(out + after)
+
+    def _wrapped(self, stmts: list[cst.CSTNode], manager: str) -> cst.With:
+        """``with manager:`` holding ``stmts``, their continuation lines moved one indent in."""
+        step = len(self.indent) if self.indent.strip(" ") == "" else 0
+        body = [s.visit(_Shift(step)) if step else s for s in stmts]  # type: ignore[misc]
+        body[0] = body[0].with_changes(leading_lines=[])
+        return cst.With(items=[cst.WithItem(item=cst.parse_expression(manager))],
+                        body=cst.IndentedBlock(body=body))  # type: ignore[arg-type]
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         edits = self._edits(original)
@@ -472,6 +485,7 @@ def apply_edits(text: str, edits: Iterable[Edit], newline: str | None = None,
         module = module.with_changes(default_newline=newline)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     fixer = _Fixer(edits)
+    fixer.indent = module.default_indent
     result = wrapper.visit(fixer)
     if not result.body and not result.header and not result.footer:
         return ""  # every statement went (an unused import): libcst would write a blank line

@@ -32,7 +32,7 @@ def _step(stmt: ast.stmt | None) -> bool:
         and _name(stmt.value.func).rsplit(".", 1)[-1] in _STEPS
 
 
-def _pin_comment(lines: list[str], lineno: int) -> str:
+def pin_comment(lines: list[str], lineno: int) -> str:
     """The reason of the rewriter's ``dynamo=False`` comment right above line ``lineno``."""
     block: list[str] = []
     for line in reversed(lines[:lineno - 1]):
@@ -66,7 +66,7 @@ def classify(text: str) -> list[tuple[str, str]]:
                 if name.endswith(("onnx.export", "onnx.utils.export")):
                     dynamo = next((k.value for k in node.keywords if k.arg == "dynamo"), None)
                     if isinstance(dynamo, ast.Constant) and dynamo.value is False:
-                        out.append((PINNED, _pin_comment(lines, stmt.lineno)))
+                        out.append((PINNED, pin_comment(lines, stmt.lineno)))
                     else:
                         nxt = body[i + 1] if i + 1 < len(body) else None
                         out.append((POST_STEP if _step(nxt) else FINISHED, ""))

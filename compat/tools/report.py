@@ -20,6 +20,7 @@ from compat.tools.report_model import (  # noqa: F401  (the report's data, as th
     LEGACY_ONLY,
     REMEMBERED,
     ROUTE_TITLES,
+    STATE_NAMES,
     baked_places,
     blocking_lines,
     build,
@@ -44,14 +45,19 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines += ["", "| route taken | calls | share |", "|---|---:|---:|"]
     for route, count in sorted(report["by_route"].items(), key=lambda kv: -kv[1]):
         lines.append(f"| {route} | {count} | {count / n:.0%} |" if n else f"| {route} | {count} | - |")
+    sites = report.get("call_sites")
+    if sites and sum(sites.values()):
+        lines += ["", "Call sites: " + ", ".join(f"{sites[k]} {name}" for k, name in STATE_NAMES.items())
+                  + "."]
+        lines += [f"- pinned ({n}): {_cell(why)}" for why, n in
+                  (report.get("pinned_reasons") or {}).items()]
     runs = report.get("progress") or []
     if len(runs) > 1:
         lines += ["", "### Progress over the ledgers' dates (oldest first)", ""]
         lines += _table(("date (UTC)", "ledger", "calls:", "torch.export:", "legacy usages:",
-                         "call sites finished:", "pinned:", "on the shim:"), [
+                         *(f"{name}:" for name in STATE_NAMES.values())), [
             (r["date"], f"`{r['label']}`", r["calls"], _share(r["by_route"].get("dynamo", 0), r["calls"]),
-             r["legacy_usages"], r["call_sites"]["finished"], r["call_sites"]["pinned"],
-             r["call_sites"]["on_shim"]) for r in runs])
+             r["legacy_usages"], *(r["call_sites"][k] for k in STATE_NAMES)) for r in runs])
     fb = report["fallbacks"]["by_reason"]
     lines += ["", "### Fallbacks to the TorchScript route, by reason", ""]
     if fb:

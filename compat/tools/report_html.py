@@ -14,6 +14,8 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from compat.tools.report_model import STATE_NAMES
+
 ROUTE_NAMES = {"dynamo": "torch.export", "legacy": "TorchScript", "failed": "failed"}
 ROUTE_COLOURS = {"dynamo": "#2e7d32", "legacy": "#ef6c00", "failed": "#c62828"}
 VERDICT_COLOURS = {"equivalent": "#2e7d32", "differs": "#c62828", "one-route-only": "#f9a825"}
@@ -111,8 +113,8 @@ def progress_chart(runs: Sequence[dict[str, Any]], *, width: int = 640, label_wi
     return "".join(parts)
 
 
-STATE_NAMES = {"finished": "finished", "pinned": "pinned", "on_shim": "on the shim"}
-STATE_COLOURS = {"finished": "#2e7d32", "pinned": "#6d4c41", "on_shim": "#ef6c00"}
+STATE_COLOURS = {"finished": "#2e7d32", "finished_post_step": "#66bb6a", "pinned": "#6d4c41",
+                 "on_shim": "#ef6c00"}
 
 
 def call_sites_chart(runs: Sequence[dict[str, Any]], *, width: int = 640, label_width: int = 220) -> str:
@@ -239,15 +241,15 @@ def to_html(report: dict[str, Any], runs: Sequence[dict[str, Any]] | None = None
             '<p class="sub">Per run, the call sites × ONX codes warned (each counted once).</p>',
             bar_chart("burn-down", [(run_title(r), r["legacy_usages"], "#6a1b9a") for r in runs],
                       label_width=220) or _none("No legacy usage in any run."),
-            "<h3>Call sites: finished, pinned, on the shim</h3>",
+            "<h3>Call sites: finished, finished with a post-step, pinned, on the shim</h3>",
             f'<div class="legend">{states}</div>', call_sites_chart(runs) or _none("No call sites."),
             _table(("date (UTC)", "run", "calls:", "torch.export:", "TorchScript:", "failed:",
-                    "fallbacks:", "legacy usages:", "finished:", "pinned:", "on the shim:"),
+                    "fallbacks:", "legacy usages:", *(f"{n}:" for n in STATE_NAMES.values())),
                    [(_e(r["date"]), _e(r["label"]), str(r["calls"]),
                      _share(r["by_route"].get("dynamo", 0), r["calls"]),
                      _share(r["by_route"].get("legacy", 0), r["calls"]), str(r["by_route"].get("failed", 0)),
-                     str(r["fallbacks"]), str(r["legacy_usages"]), str(r["call_sites"]["finished"]),
-                     str(r["call_sites"]["pinned"]), str(r["call_sites"]["on_shim"])) for r in runs])))
+                     str(r["fallbacks"]), str(r["legacy_usages"]),
+                     *(str(r["call_sites"][k]) for k in STATE_NAMES)) for r in runs])))
     fb = report["fallbacks"]["by_reason"]
     parts.append(_section(
         "fallbacks", "Fallbacks to the TorchScript route, by cause",

@@ -16,6 +16,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from compat.records import call_states
+from compat.records.sites import split_site
+
 REMEMBERED = "remembered fallback: "
 LEGACY_ONLY = "routed to the TorchScript exporter"
 
@@ -290,27 +293,47 @@ def run_summary(path: str, records: Iterable[dict[str, Any]], label: str | None 
             "call_sites": call_site_states(records)}
 
 
-#: a call site's state in one run: its migration is done, it is pinned to the TorchScript route on
-#: purpose (``dynamo=False`` / ``route="legacy"`` as called), or it still leans on the shim
-STATES = ("finished", "pinned", "on_shim")
+#: a call site's state in one run (``compat.records.call_states``): its migration is done (on plain
+#: torch, or with a post-step after the call), it is pinned to the TorchScript route on purpose
+#: (``dynamo=False`` / ``route="legacy"`` as called), or it still leans on the shim
+STATES = call_states.STATES
+#: how the reports name each state
+STATE_NAMES = {call_states.FINISHED: "finished", call_states.POST_STEP: "finished with a post-step",
+               call_states.PINNED: "pinned", call_states.ON_SHIM: "left on the shim"}
 
 
 def call_site_states(records: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """How many call sites are finished (their last call took torch.export with no legacy
-    usage), pinned (asked for the TorchScript route), or on the shim (the rest)."""
-    last: dict[str, dict[str, Any]] = {}
-    for rec in records:
-        last[str(rec.get("call_site") or "<unknown>")] = rec
+    """How many call sites are in each of ``STATES`` (the last record of each, post-step records
+    merged into their call's as ``verify-migration`` reads them)."""
     counts = dict.fromkeys(STATES, 0)
-    for rec in last.values():
-        if rec.get("route_requested") == "legacy" and rec.get("mode") != "observe":
-            counts["pinned"] += 1
-        elif (rec.get("status", "ok") == "ok" and rec.get("route_taken") == "dynamo"
-              and not usage_codes(rec) and rec.get("mode") != "observe"):
-            counts["finished"] += 1
-        else:
-            counts["on_shim"] += 1
+    for rec in call_states.last_by_site(records).values():
+        counts[call_states.state(rec, usage_codes)] += 1
     return counts
+
+
+def pinned_reasons(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """How many pinned call sites give each reason (the rewriter's comment above the call, in
+    the file as it is now), most first."""
+    reasons: Counter[str] = Counter()
+    for site, rec in call_states.last_by_site(records).items():
+        if call_states.state(rec, usage_codes) == call_states.PINNED:
+            reasons[_pin_reason(site) or "no reason written"] += 1
+    return dict(reasons.most_common())
+
+
+def _pin_reason(call_site: str) -> str:
+    """The reason of the ``dynamo=False`` comment above the call (the file as it is now)."""
+    found = split_site(call_site)
+    if found is None:
+        return ""
+    try:
+        with open(found[0], encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    from migration.outcome import pin_comment
+
+    return pin_comment(lines, found[1])
 
 
 def progress(paths: Sequence[str]) -> list[dict[str, Any]]:
@@ -324,7 +347,8 @@ def progress(paths: Sequence[str]) -> list[dict[str, Any]]:
 def build_report(paths: Sequence[str]) -> dict[str, Any]:
     """``build`` over every ledger's records plus ``progress`` (what ``--format json`` prints)."""
     records = [r for path in paths for r in read_ledgers([path])[0]]
-    return {**build(records, paths), "progress": progress(paths)}
+    return {**build(records, paths), "call_sites": call_site_states(records),
+            "pinned_reasons": pinned_reasons(records), "progress": progress(paths)}
 
 
 def run_labels(paths: Sequence[str]) -> list[str]:

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from compat import commands
+from compat.records.call_states import merge_post_steps, model_path
 
 PROG = commands.VERIFY_MIGRATION
 ATOL, RTOL = 1e-4, 1e-3
@@ -69,17 +70,14 @@ def read_sites(path: str) -> dict[str, dict[int, Site]]:
 
     out: dict[str, dict[int, Site]] = {}
     seen: dict[str, dict[str, Any]] = {}
-    for rec in ledger_file.read([path]):
+    # a post-step's record stands for its call: the file as the step left it (observe.post_step)
+    for rec in merge_post_steps(ledger_file.read([path])):
         site = split_site(rec.get("call_site"))
         if site is None:
             continue
         rel = split_site(rec.get("call_site_rel"))
         file = rel[0] if rel and rel[1] == site[1] else site[0]
         found = out.setdefault(file, {}).setdefault(site[1], Site(file, site[1], site[0]))
-        if rec.get("post_step") and found.records and _model_path(found.records[-1]) == _model_path(rec):
-            found.records[-1] = rec  # the call's file as its post-step left it (observe.post_step)
-            seen[_model_path(rec) or ""] = rec  # the step rewrote the call's own file: no overwrite
-            continue
         found.records.append(rec)
         _mark_overwritten(rec, seen)
     return out
@@ -88,7 +86,7 @@ def read_sites(path: str) -> dict[str, dict[int, Site]]:
 def _mark_overwritten(rec: dict[str, Any], seen: dict[str, dict[str, Any]]) -> None:
     """A later export of the same run writing the same model file overwrote the earlier one's
     (``_overwritten_by``: the later call site); a script that edits its own file is no overwrite."""
-    path = _model_path(rec)
+    path = model_path(rec)
     if path is None:
         return
     earlier = seen.get(path)
@@ -127,15 +125,6 @@ def pair_sites(old: Mapping[int, Site], new: Mapping[int, Site]) -> list[tuple[S
     return sorted(pairs, key=lambda p: (p[0] or p[1]).line)  # type: ignore[union-attr]
 
 
-def _model_path(rec: Mapping[str, Any]) -> str | None:
-    files = rec.get("output_files")
-    model = files.get("model") if isinstance(files, Mapping) else None
-    if isinstance(model, Mapping) and isinstance(model.get("path"), str):
-        return model["path"]
-    out = rec.get("output_snapshot") or rec.get("output")
-    return out if isinstance(out, str) else None
-
-
 def compare_records(old: Mapping[str, Any], new: Mapping[str, Any], atol: float = ATOL,
                     rtol: float = RTOL) -> tuple[str, list[str], list[str]]:
     """(verdict, differences, notes) of one export in each run."""
@@ -151,7 +140,7 @@ def compare_records(old: Mapping[str, Any], new: Mapping[str, Any], atol: float 
     left: list[str] = []
     paths = {}
     for side, rec in (("old", old), ("new", new)):
-        path = _model_path(rec)
+        path = model_path(rec)
         if path is None:
             problems.append(f"{side} run: no model file recorded (a ledger written before "
                             "verify-migration existed, or a call whose output was not saved)")

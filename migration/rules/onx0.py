@@ -12,11 +12,12 @@ import dataclasses
 import os
 import textwrap
 
+from compat import catalog_facts as facts
 from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
 from compat.catalog_facts import OPTION_CODES
 
-from .. import evidence, generated, pins, symbolic_plan
-from ..analysis import Context, ExportCall, literal
+from .. import draft_plan, evidence, generated, pins, symbolic_plan, train_mode
+from ..analysis import Context, ExportCall, literal, option_value
 from ..model import Edit
 from ..registry import register
 from . import axes
@@ -213,20 +214,21 @@ def _draft_capture(ctx: Context, ec: ExportCall, site: evidence.Site) -> tuple[E
             or {"kwargs", "dynamic_axes", "dynamic_shapes"} & set(ec.options) \
             or isinstance(ec.args, (ast.Dict, ast.DictComp)):
         return ()
-    torch_ref, imports = ctx.import_module("torch", ec.scope)
+    module, imp = _generated_import(ctx, ec)
     names = ctx.names()
     program = next(n for n in ("exported_program", *(f"exported_program_{i}" for i in range(2, 99)))
                    if n not in names)
     args = ctx.src(ec.args)
     args = args if isinstance(ec.args, ast.Tuple) else f"({args},)"
-    capture = f"{program} = {torch_ref}.export.draft_export({ctx.src(ec.model)}, {args})"
+    capture = f"{program} = {module}.{draft_plan.DRAFT_EXPORT}({ctx.src(ec.model)}, {args})"
     where = "; ".join(f"{os.path.basename(b.get('file') or '?')}:{b.get('line')} "
                       f"`{b.get('source')}`" for b in site.baked())
     why = _comment_lines(f"the model branches on a tensor's value ({where}); "
                          "torch.export.draft_export bakes the branch the example takes, as the "
-                         "shim did; torch.cond keeps both", ctx, ec)
+                         f"shim did (on the parameters' real values: see "
+                         f"{generated.module_name(ctx.path)}.py); torch.cond keeps both", ctx, ec)
     return (*(Edit("comment", ec.key, (c,)) for c in why), Edit("before", ec.key, (capture,)),
-            Edit("arg", ec.key, (0, program)), *imports)
+            Edit("arg", ec.key, (0, program)), imp)
 
 
 def _untranslated(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> str:
@@ -256,6 +258,43 @@ def _as_the_shim_applied(entries: list, site: evidence.Site | None) -> list:
                                                             "of this op applied"))
         out.append(e)
     return out
+
+
+def train_table_blocker(ctx: Context, ec: ExportCall) -> tuple[str, str]:
+    """``(mode, "")``: ``training=mode`` (``TRAINING``/``PRESERVE``) can be exported on plain torch
+    with the shim's batch-statistics translations from the generated module (``TRAINING``: the
+    call inside ``with <module>.train_mode(model):``); ``(mode, why)`` when it cannot be here;
+    ``("", "")`` when the call has no such option."""
+    opt = ec.options.get("training")
+    mode = facts.canonical("training", option_value(opt.value)) if opt is not None else None
+    if mode not in ("TRAINING", "PRESERVE"):
+        return ("?", "training= is not a value this tool can read") \
+            if opt is not None and mode is facts.UNKNOWN else ("", "")
+    stmt = ctx.block_statement(ec.node)
+    if mode == "TRAINING" and (ec.model is None or ec.star_args or not isinstance(stmt, ast.Expr)):
+        return mode, ("the model is not a name this tool can put in train mode around the call, "
+                      "or the call is not a statement of its own")
+    if "custom_translation_table" in ec.options or ec.star_kwargs:
+        return mode, "the call passes its own translation table (or **kwargs that may)"
+    return mode, ""
+
+
+def _train_edits(ctx: Context, ec: ExportCall, mode: str) -> tuple[tuple[Edit, ...], tuple]:
+    """The edits exporting ``training=mode`` on plain torch, and the generated entries."""
+    module, imp = _generated_import(ctx, ec)
+    k = ec.key
+    opt = ec.options["training"]
+    edits: list[Edit] = [*ec.edits_for(opt, Edit("drop", k, ("training",))),
+                         Edit("add", k, ("custom_translation_table",
+                                         f"{module}.translation_table()")), imp]
+    what = ("the model is captured in train mode, BatchNorm" if mode == "TRAINING"
+            else "BatchNorm in train mode")
+    why = _comment_lines(f"training={mode}: {what} exported with batch statistics by the shim's "
+                         f"translations in {generated.module_name(ctx.path)}.py", ctx, ec)
+    edits += [Edit("comment", k, (c,)) for c in why]
+    if mode == "TRAINING":
+        edits.append(Edit("wrap", k, (f"{module}.{train_mode.TRAIN_MODE}({ctx.src(ec.model)})",)))
+    return tuple(edits), train_mode.entries(ctx.path, ec.node.lineno, mode)
 
 
 def _generated_import(ctx: Context, ec: ExportCall) -> tuple[str, Edit]:
@@ -322,9 +361,18 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
                 reasons = [r for r in reasons if not r.startswith(BAKED)]
         if reasons:  # plain torch cannot do what the shim did for one of its models
             return _via_compat(ctx, ec, reasons, verdict)
+    train = ("", "")
     if taken == "dynamo":
         kept = [(code, why) for code, why in translated_pins(ctx, ec, site)
                 if _enabled(ctx, ec, code)]
+        train = train_table_blocker(ctx, ec)
+        if train[0] == "TRAINING" and capture and not train[1]:
+            # the explicit capture runs before the call, outside train_mode(model)
+            train = (train[0], "the model's branch is baked by an explicit capture before the call")
+        if train[0] and not train[1]:  # the shim's translations keep the shim's model
+            kept = [(code, why) for code, why in kept if code != "ONX102"]
+        elif train[0]:
+            kept = [(c, f"{why} ({train[1]})" if c == "ONX102" else why) for c, why in kept]
         if kept and "legacy" in failed:  # neither plain route keeps what the shim did
             return _via_compat(ctx, ec, [("the shim translated options plain torch ignores and "
                                           "the TorchScript route failed here")], verdict)
@@ -354,6 +402,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
     if capture and route.dynamo:
         edits += capture
+        route.generated = draft_plan.entries(ctx.path, ec.node.lineno)
+        route.made.append("draft_export")
     if route.dynamo and translations is not None:
         if "custom_translation_table" in ec.options or ec.star_kwargs:
             why = "custom symbolics in this file, and the call passes its own translation table"
@@ -361,7 +411,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         module, imports = _generated_import(ctx, ec)
         edits += [Edit("add", ec.key, ("custom_translation_table",
                                        f"{module}.translation_table()")), imports]
-        route.generated = tuple(_as_the_shim_applied(translations.entries, site))
+        route.generated = (*route.generated, *_as_the_shim_applied(translations.entries, site))
+        route.made.append("custom symbolics translated")
         if ctx.facts.get("drop_legacy_symbolics"):  # the export no longer needs them
             edits += [e for e in (symbolic_plan.droppable(ctx, r) for r in translations.registrations) if e]
         if translations.applies:
@@ -370,6 +421,12 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
                         for call, fop in translations.applies), *torch_imports]
     elif translations is not None:
         return _via_compat(ctx, ec, [_untranslated(ctx, translations)])
+    if route.dynamo and train[0] and not train[1]:
+        train_edits, entries = _train_edits(ctx, ec, train[0])
+        edits += train_edits
+        route.generated = (*route.generated, *entries)
+        route.train = train[0]
+        route.made.append(f"training={train[0]}: BatchNorm translations")
     if route.dynamo:  # f given (or maybe given through *args): keep the weights in the file
         has_f = literal(ec.f) is not None if ec.f is not None else ec.star_args
         if has_f and not {"external_data", "use_external_data_format"} & set(ec.options):
@@ -475,8 +532,7 @@ def check_export(ctx: Context, ec: ExportCall) -> Route:
         note = "dynamo=False: " + "; ".join(r for _, r in route.pins)
     if route.convert:
         note += f"; opset_version={route.convert} kept, compat.convert_opset after the export"
-    if route.generated:
-        note += (f"; custom symbolics translated into {generated.module_name(ctx.path)}.py "
-                 "(custom_translation_table=)")
+    if route.made:
+        note += f"; {', '.join(route.made)} in {generated.module_name(ctx.path)}.py"
     ctx.emit("ONX001", ec.node, "safe", route.pin_edits, note=note, generated=route.generated)
     return route

@@ -154,6 +154,11 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
             ctx.emit(code, opt.value, "safe",
                      ec.edits_for(opt, Edit("drop", k, (name,)), *add_route),
                      note="the ledger shows no ATen node was needed", anchor=ec.node)
+        elif name == "training" and route.train:
+            ctx.emit(code, opt.value, "safe",
+                     ec.edits_for(opt, Edit("drop", k, (name,)), *add_route),
+                     note="batch statistics by the generated module's translations",
+                     anchor=ec.node, generated=() if route.explicit else route.generated)
         elif not harmless(ctx, ec, opt):
             ctx.emit(code, opt.value, note="ignored with dynamo=True", anchor=ec.node)
         elif name == "dynamic_axes":

@@ -37,6 +37,8 @@ class Route:
     dim_names: str = ""  # the dims compat.name_dims names in the written file (code)
     #: the generated module's entries the call's fix writes (``generated.Entry``: translations)
     generated: tuple = ()
+    train: str = ""  # training=TRAINING/PRESERVE kept by the generated module's translations
+    made: list[str] = field(default_factory=list)  # what the generated module holds for the call
 
 
 #: what keeps a value's meaning only off plain torch's torch.export route

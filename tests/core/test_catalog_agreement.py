@@ -170,6 +170,14 @@ def test_ledger_and_rewriter_agree_with_the_catalog(option, case, src, tmp_path,
             assert "dynamo=True" in ledger_out and f"{option}=" not in ledger_out, ledger_out
             assert all(token in plain_out for token in _kept_as(case, kept)), plain_out
             return
+        if option == "training":
+            # training=TRAINING/PRESERVE with a ledger: the shim's batch-statistics translations
+            # from the generated module, on plain torch (30.4)
+            assert "dynamo=True" in ledger_out and kept not in ledger_out, ledger_out
+            assert "custom_translation_table=call_onnx.translation_table()" in ledger_out
+            assert ("train_mode(model)" in ledger_out) == (value == "TRAINING" or "TRAINING" in src)
+            assert all(token in plain_out for token in _kept_as(case, kept)), plain_out
+            return
         assert ("dynamo=False" in ledger_out or "compat.export(" in ledger_out), ledger_out
         for out in (plain_out, ledger_out):
             assert all(token in out for token in _kept_as(case, kept)), (case.rewrite, out)

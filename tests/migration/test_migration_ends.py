@@ -37,15 +37,9 @@ SYMBOLIC = {"custom_op_symbolic.py": "relu_as_max", "autograd_symbolic.py": "Sca
 UNTRANSLATED: dict[str, str] = {} if torch_apis.EXPORTING_ONLY_UNDER_EXPORT.available(
     torch_apis.default_target()) else {"autograd_symbolic.py": "pytorch/pytorch#176347"}
 #: scripts this branch does not finish yet (each is a later item of issue 30)
-NOT_YET: dict[str, str] = {
-    "training_batchnorm.py": "30.4: training=TRAINING pins dynamo=False",
-    "value_branch.py": "30.6: the migrated draft_export call's model differs from the shim's at "
-                       "the recorded shapes (1.18) only with TORCH_ONNX_COMPAT_HIDE_TORCHSCRIPT=1 "
-                       "(make test-no-torchscript); passes without it, on torch 2.13 and 2.14.1: "
-                       "cause under that variable not yet found",
-}
+NOT_YET: dict[str, str] = {}
 #: of those, the ones not known to fail every time (not strict)
-UNEXPLAINED = {"value_branch.py"}
+UNEXPLAINED: set[str] = set()
 
 pytestmark = pytest.mark.slow
 

@@ -99,12 +99,31 @@ TRAINING_RECORD = {"route_taken": "dynamo", "translations": [
 ]}
 
 
-def test_translated_training_is_kept_with_dynamo_false() -> None:
+def test_translated_training_exports_in_train_mode_with_the_generated_translations() -> None:
+    """issue 30.4: the shim's batch-statistics translations from the generated module, the call
+    inside ``train_mode(model)``, dynamo=True; no pin."""
     src = ("\ntorch.onnx.export(m, (x,), 'm.onnx', training=TrainingMode.TRAINING, "
            "do_constant_folding=False)\n")
     out = fix(src, {4: TRAINING_RECORD})
-    assert "training=TrainingMode.TRAINING" in out and "do_constant_folding=False" in out
-    assert "dynamo=False" in out and "the shim translated training" in out
+    assert "training=TrainingMode" not in out and "dynamo=False" not in out, out
+    assert "with t_onnx.train_mode(m):\n    torch.onnx.export(m, (x,), 'm.onnx', optimize=False, " \
+        "dynamo=True, custom_translation_table=t_onnx.translation_table()" in out, out
+    assert "import t_onnx\n" in out and "from torch.onnx import TrainingMode" not in out
+
+
+def test_translated_preserve_keeps_the_models_mode_with_the_translations() -> None:
+    out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', training=TrainingMode.PRESERVE)\n",
+              {4: {**TRAINING_RECORD, "translations": TRAINING_RECORD["translations"][:1]}})
+    assert "custom_translation_table=t_onnx.translation_table()" in out and "with t_onnx" not in out
+    assert "training=TrainingMode" not in out and "dynamo=True" in out, out
+
+
+def test_training_that_cannot_be_wrapped_stays_pinned_and_says_why() -> None:
+    # the call's result is used: no `with` around it can be written here
+    out = fix("\nok = torch.onnx.export(m, (x,), 'm.onnx', training=TrainingMode.TRAINING)\n",
+              {4: {**TRAINING_RECORD, "translations": TRAINING_RECORD["translations"][:1]}})
+    assert "training=TrainingMode.TRAINING, dynamo=False" in out, out
+    assert "not a statement of its own" in out and "custom_translation_table" not in out
 
 
 def test_translated_constant_folding_becomes_optimize_false() -> None:
@@ -117,7 +136,6 @@ def test_translated_constant_folding_becomes_optimize_false() -> None:
 @pytest.mark.parametrize("option, code", [
     ("custom_opsets={'my': 2}", "ONX105"),
     ("operator_export_type=torch.onnx.OperatorExportTypes.ONNX_ATEN_FALLBACK", "ONX103"),
-    ("training=TrainingMode.PRESERVE", "ONX102"),
 ])
 def test_every_translated_onx1_option_keeps_its_behaviour(option: str, code: str) -> None:
     name = option.split("=")[0]
@@ -146,10 +164,10 @@ def test_constant_folding_false_is_optimize_false_without_a_ledger_too() -> None
 
 
 def test_translated_option_whose_torchscript_route_failed_goes_through_compat() -> None:
-    record = {**TRAINING_RECORD, "failed_routes": ["legacy"]}
-    out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', training=TrainingMode.TRAINING)\n",
-              {4: record})
-    assert "compat.export(m, (x,), 'm.onnx', training=TrainingMode.TRAINING)" in out
+    record = {"route_taken": "dynamo", "failed_routes": ["legacy"], "translations": [
+        {"code": "ONX105", "option": "custom_opsets", "action": "translated"}]}
+    out = fix("\ntorch.onnx.export(m, (x,), 'm.onnx', custom_opsets={'my': 2})\n", {4: record})
+    assert "compat.export(m, (x,), 'm.onnx', custom_opsets={'my': 2})" in out
     assert "import torch_onnx_compat as compat\n" in out
 
 

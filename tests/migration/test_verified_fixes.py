@@ -96,7 +96,8 @@ def test_original_under_shim_matches_rewritten(script, tmp_path):
 # -- the verified-fix promise with a ledger: original under the shim == migrated on plain torch --
 # script -> (dynamic axis of the inputs or None, the route the migrated call must pin)
 LEDGER_CASES = {
-    "train_mode_batchnorm.py": (None, "dynamo=False", ()),  # training=TRAINING, translated
+    # training=TRAINING: the shim's translations from the generated module, in train mode (30.4)
+    "train_mode_batchnorm.py": (None, "train_mode_batchnorm_onnx.train_mode(model)", ()),
     "unfolded_constants.py": (None, "optimize=False", ()),  # do_constant_folding=False
     # weights moved to <f>.data after a TorchScript export (the shim took that route)
     "external_weights_old_opset.py": (None, "save_as_external_data=True", ("--route", "legacy")),
@@ -115,7 +116,7 @@ def _route_of(text: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(LEDGER_CASES))
-def test_ledger_migration_exports_what_the_shim_exported(script, tmp_path):
+def test_ledger_migration_exports_what_the_shim_exported(script, tmp_path, monkeypatch):
     """Run the original under ``python -m compat run --ledger``, migrate it in place with that
     ledger, run the result on plain torch (no compat import): same inputs, outputs, op sequence
     (when both took the same route) and onnxruntime numerics, at the example shape and at
@@ -136,6 +137,7 @@ def test_ledger_migration_exports_what_the_shim_exported(script, tmp_path):
     text = work.read_text()
     assert expected in text and "compat" not in text.replace("compat.migrate", "")
     assert torch.onnx.export.__module__ == "torch.onnx"  # plain torch, not the shim
+    monkeypatch.syspath_prepend(str(work.parent))  # the generated module beside it, as a script
     ns = runpy.run_path(str(work), run_name="verify")  # plain torch: this process is unpatched
     ns["main"](str(tmp_path / "b.onnx"))
     inputs = list(ns["make_inputs"]())

@@ -219,7 +219,7 @@ def test_rendered_progress_by_date_labels_whole_no_mid_word_breaks(runs: list[Pa
                                             "2026-10-15 03:00 run-3.jsonl"]
     states = {(b["data-run"], b["data-label"]): int(b["data-value"]) for b in dom.bars
               if b["data-chart"] == "call-sites"}
-    assert states and all(s in ("finished", "pinned", "on_shim") for _, s in states)
+    assert states and all(s in ("finished", "finished_post_step", "pinned", "on_shim") for _, s in states)
     # every chart label starts inside the chart (an ONX code is never clipped to "NX301")
     lefts = [float(v) for v in re.findall(r'data-left="(-?[\d.]+)"', run.stdout)]
     assert lefts and min(lefts) >= 0

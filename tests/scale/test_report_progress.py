@@ -77,8 +77,8 @@ def test_progress_is_ordered_by_date_not_command_line(nightly: list[Path]) -> No
     assert [r["date"] for r in runs] == ["2026-11-01 03:00", "2026-11-20 03:00"]
     assert runs[0]["legacy_usages"] == 1  # ONX103 at one call site (called twice): one usage
     assert runs[1]["legacy_usages"] == 0
-    assert runs[0]["call_sites"] == {"finished": 0, "pinned": 1, "on_shim": 1}
-    assert runs[1]["call_sites"] == {"finished": 1, "pinned": 1, "on_shim": 0}
+    assert runs[0]["call_sites"] == {"finished": 0, "finished_post_step": 0, "pinned": 1, "on_shim": 1}
+    assert runs[1]["call_sites"] == {"finished": 1, "finished_post_step": 0, "pinned": 1, "on_shim": 0}
 
 
 def test_json_and_markdown_show_the_burn_down(nightly: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,8 +90,8 @@ def test_json_and_markdown_show_the_burn_down(nightly: list[Path], capsys: pytes
     md = capsys.readouterr().out
     section = md.split("### Progress over the ledgers' dates (oldest first)", 1)[1].split("###", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| 2026")]
-    assert rows == ["| 2026-11-01 03:00 | `old.jsonl` | 3 | 67% | 1 | 0 | 1 | 1 |",
-                    "| 2026-11-20 03:00 | `new.jsonl` | 3 | 67% | 0 | 1 | 1 | 0 |"]
+    assert rows == ["| 2026-11-01 03:00 | `old.jsonl` | 3 | 67% | 1 | 0 | 0 | 1 | 1 |",
+                    "| 2026-11-20 03:00 | `new.jsonl` | 3 | 67% | 0 | 1 | 0 | 1 | 0 |"]
 
 
 def test_a_semicolon_inside_one_reason_is_one_cause() -> None:
