@@ -99,7 +99,9 @@ def _plan(ctx: Context) -> SymbolicPlan:
             continue
         out.registrations.append(node)
         func = defs[fn.id]
-        tr = symbolic_translate.translate(func, fn.id, local, torch_names, imports)
+        opset = literal(node.args[2]) if len(node.args) > 2 else None
+        opset = opset if isinstance(opset, int) else None
+        tr = symbolic_translate.translate(func, fn.id, local, torch_names, imports, opset)
         todo, seen = list(tr.helpers), set()
         entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func))
         while todo and tr.ok:
@@ -108,7 +110,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
                 continue
             seen.add(helper)
             sub = symbolic_translate.translate(defs[helper], helper, local, torch_names,
-                                                  imports)
+                                                  imports, opset)
             if not sub.ok:
                 tr.blockers.extend(sub.blockers)
                 break
