@@ -71,6 +71,29 @@ CUSTOM_OP_HELPER = '''def custom_op(domain: str, name: str, outputs: int | None 
                                 **attrs)
 
     return call'''
+#: the generated module's readers of a traced value's type (Entries of their own), for what
+#: TorchScript's ``value.type().dtype()`` / ``.scalarType()`` gave
+TYPE_HELPERS = {
+    "torch_dtype": '''def torch_dtype(value: ir.Value) -> torch.dtype:
+    """A traced value's torch dtype (TorchScript's ``value.type().dtype()``)."""
+    return {ir.DataType.FLOAT: torch.float32, ir.DataType.DOUBLE: torch.float64,
+            ir.DataType.FLOAT16: torch.float16, ir.DataType.BFLOAT16: torch.bfloat16,
+            ir.DataType.INT8: torch.int8, ir.DataType.INT16: torch.int16,
+            ir.DataType.INT32: torch.int32, ir.DataType.INT64: torch.int64,
+            ir.DataType.UINT8: torch.uint8, ir.DataType.BOOL: torch.bool,
+            ir.DataType.COMPLEX64: torch.complex64,
+            ir.DataType.COMPLEX128: torch.complex128}[value.dtype]''',
+    "scalar_type": '''def scalar_type(value: ir.Value) -> str:
+    """A traced value's torch scalar type name (TorchScript's ``value.type().scalarType()``)."""
+    return {ir.DataType.FLOAT: "Float", ir.DataType.DOUBLE: "Double",
+            ir.DataType.FLOAT16: "Half", ir.DataType.BFLOAT16: "BFloat16",
+            ir.DataType.INT8: "Char", ir.DataType.INT16: "Short", ir.DataType.INT32: "Int",
+            ir.DataType.INT64: "Long", ir.DataType.UINT8: "Byte", ir.DataType.BOOL: "Bool",
+            ir.DataType.COMPLEX64: "ComplexFloat",
+            ir.DataType.COMPLEX128: "ComplexDouble"}[value.dtype]''',
+}
+TYPE_HELPER_IMPORTS = ("import onnx_ir as ir", "import torch")
+_TYPE_READS = {"dtype": "torch_dtype", "scalarType": "scalar_type"}
 CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript", "from collections.abc import Callable",
                      "import onnx_ir as ir", "from onnxscript import opset18 as op")
 
@@ -78,6 +101,7 @@ CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript", "from collections.abc i
 _PYTHON_VALUE = frozenset({"_get_const", "_maybe_get_const", "_maybe_get_scalar", "_parse_arg",
                            "_get_const_or_none"})
 _PARSE_ARGS = "parse_args"
+_UNSUPPORTED = frozenset({"_unimplemented", "_onnx_unsupported", "_onnx_opset_unsupported"})
 _TS_TYPE_METHODS = frozenset({"type", "setType", "node", "debugName", "sizes", "scalarType",
                               "isCompleteTensor", "unique", "inputs", "outputs", "dim",
                               "varyingSizes", "uses", "setDebugName", "copyMetadata"})
@@ -140,6 +164,7 @@ class Translation:
     custom_ops: dict[str, CustomOp] = field(default_factory=dict)
     blockers: list[Blocker] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)  # same-module functions it calls with g
+    type_helpers: set[str] = field(default_factory=set)  # TYPE_HELPERS it calls
 
     @property
     def ok(self) -> bool:
@@ -258,7 +283,8 @@ class _Translator(ast.NodeTransformer):
                 return ast.Call(ast.Attribute(ast.Name("op"), "Slice"), inputs, [])
         if name == "_is_none" and len(node.args) == 1:
             return ast.Compare(self.visit(node.args[0]), [ast.Is()], [ast.Constant(None)])
-        if isinstance(func, ast.Attribute) and func.attr in _TS_TYPE_METHODS:
+        if isinstance(func, ast.Attribute) and func.attr in _TS_TYPE_METHODS \
+                and not (func.attr == "type" and node.args):  # Tensor.type(dtype): torch's
             self.block(node, f".{func.attr}() reads TorchScript type information")
             return node
         if name in _TS_HELPERS or (name.startswith("_") and isinstance(func, ast.Attribute)
@@ -280,6 +306,14 @@ class _Translator(ast.NodeTransformer):
         if g_first and torch_symbolic in symbolic_ops.TORCHLIB_MODULES:
             # torch's own symbolic of an aten op -> the new exporter's function for that op
             module = symbolic_ops.TORCHLIB_MODULES[torch_symbolic]
+            if torch_symbolic == "softmax" and not node.keywords and (len(node.args) == 3 or (
+                    len(node.args) == 4 and isinstance(node.args[3], ast.Constant)
+                    and node.args[3].value is None)):
+                # softmax(g, x, dim[, None]): one Softmax on that axis (torchlib's needs x's
+                # rank, unknown inside a translation)
+                self.out.imports.add(OPSET_IMPORT)
+                return ast.Call(ast.Attribute(ast.Name("op"), "Softmax"), [
+                    self.visit(node.args[1])], [ast.keyword("axis", self.visit(node.args[2]))])
             if torch_symbolic == "squeeze" and len(node.args) == 3 and not node.keywords:
                 # squeeze(g, x, dim): the Squeeze it writes where x's size there is 1 or
                 # unknown (torchlib's squeeze.dim needs x's rank, unknown after custom ops)
@@ -326,6 +360,21 @@ class _Translator(ast.NodeTransformer):
             value = self.visit(func.value.func.value)
             wrap = "list" if name == "sizes" else "len"
             return ast.Call(ast.Name(wrap), [ast.Attribute(value, "shape")], [])
+        if isinstance(func, ast.Attribute) and name in _TYPE_READS and not node.args \
+                and isinstance(func.value, ast.Call) and _callee(func.value.func) == "type" \
+                and isinstance(func.value.func, ast.Attribute) and not func.value.args:
+            helper = _TYPE_READS[name]
+            self.out.type_helpers.add(helper)
+            return ast.Call(ast.Name(helper), [self.visit(func.value.func.value)], [])
+        if isinstance(func, ast.Attribute) and name == "mustBeNone" and not node.args \
+                and isinstance(func.value, ast.Call) and _callee(func.value.func) == "node" \
+                and isinstance(func.value.func, ast.Attribute) and not func.value.args:
+            # an optional input given as None arrives as None in a translation
+            return ast.Compare(self.visit(func.value.func.value), [ast.Is()], [ast.Constant(None)])
+        if name == "_unsqueeze_helper" and len(node.args) == 3 and not node.keywords:
+            self.out.imports.add(OPSET_IMPORT)
+            return ast.Call(ast.Attribute(ast.Name("op"), "Unsqueeze"), [
+                self.visit(node.args[1]), self._constant(self.visit(node.args[2]), "INTS")], [])
         if name in _SHAPE_HELPERS and len(node.args) == _SHAPE_HELPERS[name]:
             shape = ast.Attribute(self.visit(node.args[0]), "shape")
             if name == "_get_tensor_dim_size":
@@ -361,6 +410,12 @@ class _Translator(ast.NodeTransformer):
         return node
 
     def visit_Return(self, node: ast.Return) -> ast.AST:
+        if isinstance(node.value, ast.Call) and _callee(node.value.func) in _UNSUPPORTED \
+                and not node.value.keywords:
+            # the TorchScript exporter refuses the op there: so does the translation
+            message = ast.JoinedStr([v for a in node.value.args for v in (
+                ast.FormattedValue(self.visit(a), -1), ast.Constant(", "))][:-1])
+            return ast.Raise(ast.Call(ast.Name("NotImplementedError"), [message], []))
         if isinstance(node.value, ast.Tuple) and any(
                 isinstance(e, ast.Constant) and e.value is None for e in node.value.elts):
             self.block(node, "returns None for an output: torch's exporter needs a value for "
@@ -378,8 +433,10 @@ class _Translator(ast.NodeTransformer):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
         if node.module and re.match(r"torch\.onnx\.(symbolic_|_internal)", node.module):
             return ast.Pass()  # its names, if used, are blockers where they are called
-        if node.module == "torch.onnx":  # TensorProtoDataType reads become ir.DataType
-            node.names = [a for a in node.names if a.name != "TensorProtoDataType"]
+        if node.module == "torch.onnx":  # TensorProtoDataType reads become ir.DataType; torch's
+            # symbolic modules' names are translated or blockers where they are called
+            node.names = [a for a in node.names if a.name != "TensorProtoDataType"
+                          and not a.name.startswith("symbolic_")]
             if not node.names:
                 return ast.Pass()
         return node
@@ -491,7 +548,7 @@ def _data_names(test: ast.expr) -> set[str]:
     """The names whose data ``test`` reads: not those it only asks the kind of (``_is_value``,
     ``_is_none``, ``isinstance``, ``is None``) or the static shape of."""
     if isinstance(test, ast.Call) and _callee(test.func) in (
-            "_is_value", "_is_none", "isinstance", *_SHAPE_HELPERS):
+            "_is_value", "_is_none", "isinstance", "mustBeNone", *_SHAPE_HELPERS):
         return set()
     if isinstance(test, ast.Call) and _callee(test.func) in ("sizes", "dim") \
             and isinstance(test.func, ast.Attribute) and isinstance(test.func.value, ast.Call) \
@@ -558,7 +615,9 @@ def _sequence_names(func: ast.FunctionDef, descriptors: list[str] | None) -> fro
     params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)][1:]
     out = {p for p, d in zip(params, descriptors or ()) if d in ("is", "fs")}
     out |= {k for k, v in _bindings(func).items() if all(
-        isinstance(x, (ast.List, ast.Tuple, ast.ListComp)) for x in v)}
+        isinstance(x, (ast.List, ast.Tuple, ast.ListComp)) or (
+            isinstance(x, ast.Call) and _callee(x.func) in ("list", "tuple", "sorted"))
+        for x in v)}
     return frozenset(out)
 
 
@@ -638,6 +697,33 @@ def torch_symbolic_names(tree: ast.AST) -> frozenset[str]:
                      for a in n.names)
 
 
+@dataclass(frozen=True)
+class OwnModule:
+    """The symbolic's module as the generated one can import it: its dotted name and the names
+    its top level defines."""
+
+    name: str
+    names: frozenset[str]
+    level: int = 0  # 1: ``name`` is relative to the generated module's package
+
+    @classmethod
+    def of(cls, tree: ast.Module, name: str, level: int = 0) -> OwnModule:
+        names = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        return cls(name, frozenset(names), level)
+
+
+def _docstring_end(func: ast.FunctionDef) -> int:
+    first = func.body[0] if func.body else None
+    return int(isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+               and isinstance(first.value.value, str))
+
+
 def module_imports(tree: ast.Module) -> dict[str, str]:
     """The module's top-level imports, by the name each binds (``{"np": "import numpy as np"}``);
     a translation reading one carries its import into the generated module."""
@@ -678,11 +764,14 @@ def _free_names(func: ast.FunctionDef) -> dict[str, int]:
 def translate(func: ast.FunctionDef, name: str | None = None,
               local_functions: frozenset[str] = frozenset(),
               torch_names: frozenset[str] = frozenset(),
-              imports: dict[str, str] | None = None, opset: int | None = None) -> Translation:
+              imports: dict[str, str] | None = None, opset: int | None = None,
+              module: OwnModule | None = None) -> Translation:
     """The translation of the symbolic ``func`` (``def sym(g, ...)``), named ``name``;
     ``torch_names``: the module's names of torch's own symbolics (the function's own imports
     count too); ``opset``: the opset the symbolic writes for (its registration's), whose
-    attribute defaults the opset-18 ops then spell out where they changed."""
+    attribute defaults the opset-18 ops then spell out where they changed; ``module``: the
+    symbolic's module when it is importable (a package's), whose own names the translation
+    then imports."""
     func = copy.deepcopy(func)
     out_name = name or func.name
     params = func.args.posonlyargs + func.args.args
@@ -717,7 +806,8 @@ def translate(func: ast.FunctionDef, name: str | None = None,
         tr.block(func, "g taken through *args")
     out = tr.out
     generated_names = {"op", "ir", "torch", g, out_name, *out.custom_ops, *out.helpers,
-                       *tr.local}
+                       *tr.local, *out.type_helpers}
+    own: list[str] = []  # names of the symbolic's own module it reads
     for free, line in _free_names(func).items():
         if free in generated_names or free in _KNOWN or free.startswith("aten_"):
             if free == "torch":
@@ -725,11 +815,16 @@ def translate(func: ast.FunctionDef, name: str | None = None,
             continue
         if imports and free in imports and not _TS_MODULES.search(imports[free]):
             out.imports.add(imports[free])
+        elif module and free in module.names:
+            own.append(free)
         else:
             tr.block(ast.Pass(lineno=line), f"reads {free}, a name of its module")
     if out.blockers:
         out.blockers.sort(key=lambda b: b.line)
         return out
+    if own:  # imported when the translation runs: the module imports the generated one
+        func.body.insert(_docstring_end(func), ast.ImportFrom(
+            module.name, [ast.alias(n) for n in sorted(own)], module.level))
     ast.fix_missing_locations(func)
     out.code = ast.unparse(func)
     if out.custom_ops:
@@ -755,6 +850,8 @@ def entries(tr: Translation, origin: str, line: int, table_key: str | None,
     if tr.custom_ops:
         out.append(Entry(CUSTOM_OP, origin, line, CUSTOM_OP_HELPER, CUSTOM_OP_IMPORTS))
         out += [Entry(c.var, origin, line, c.declaration()) for c in tr.custom_ops.values()]
+    out += [Entry(h, origin, line, TYPE_HELPERS[h], TYPE_HELPER_IMPORTS)
+            for h in sorted(tr.type_helpers)]
     out.append(Entry(tr.name, origin, line, tr.code, tuple(sorted(tr.imports)), table_key,
                      doc=doc))
     return out

@@ -60,7 +60,8 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path, opset: int) 
     tree = ast.parse(Path(path).read_text())
     torch_names = symbolic_translate.torch_symbolic_names(tree)
     imports = symbolic_translate.module_imports(tree)
-    tr = symbolic_translate.translate(func, name, local, torch_names, imports, opset)
+    own = symbolic_translate.OwnModule.of(tree, fn.__module__)
+    tr = symbolic_translate.translate(func, name, local, torch_names, imports, opset, own)
     if not tr.ok:
         return None, "; ".join(map(str, tr.blockers))
     entries = symbolic_translate.entries(tr, path, func.lineno, key)
@@ -70,7 +71,8 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path, opset: int) 
         if helper in seen:
             continue
         seen.add(helper)
-        sub = symbolic_translate.translate(defs[helper], helper, local, torch_names, imports, opset)
+        sub = symbolic_translate.translate(defs[helper], helper, local, torch_names, imports, opset,
+                                           own)
         if not sub.ok:
             return None, "helper " + "; ".join(map(str, sub.blockers))
         todo += sub.helpers

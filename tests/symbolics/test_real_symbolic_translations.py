@@ -21,8 +21,8 @@ from real_symbolics.cases import CASES
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_torchscript]
 
-#: the cases whose translation matches: 38 of the 41 with a reference on torch 2.13 (the 3
-#: torchvision ones skip there, no torchvision), 41 of 45 on torch 2.14.1 with torchvision
+#: the cases whose translation matches: all 41 with a reference on torch 2.13 (the torchvision
+#: ones skip there, no torchvision), 44 of 45 on torch 2.14.1 with torchvision
 MATCH = {
     "mmcv.border_align", "mmcv.carafe", "mmcv.carafe_naive", "mmcv.deform_conv",
     "mmcv.deform_roi_pool", "mmcv.masked_conv", "mmcv.modulated_deform_conv", "mmcv.prroi_pool",
@@ -30,19 +30,17 @@ MATCH = {
     "mmcv.rotated_feature_align", "mmcv.soft_nms", "mmdeploy.adaptive_avg_pool2d_ncnn",
     "mmdeploy.ascend_batch_nms", "mmdeploy.deform_conv", "mmdeploy.deform_conv_openvino",
     "mmdeploy.gelu_ncnn", "mmdeploy.grid_sampler", "mmdeploy.grid_sampler_pplnn",
+    "mmdeploy.group_norm_trt",
     "mmdeploy.hardsigmoid", "mmdeploy.layer_norm", "mmdeploy.layer_norm_ncnn",
     "mmdeploy.linear_ncnn", "mmdeploy.modulated_deform_conv", "mmdeploy.roi_align",
     "mmdeploy.roi_align_rotated", "mmdeploy.roll", "mmdeploy.squeeze",
     "mmdeploy.trt_batched_nms", "mmdeploy.trt_batched_rotated_nms", "onnxruntime.gelu",
     "onnxruntime.gelu_tanh", "onnxruntime.grid_sampler", "onnxruntime.inverse",
     "onnxruntime.tril", "onnxruntime.triu", "torchvision.nms", "torchvision.roi_align_opset11",
-    "torchvision.roi_align_opset16",
+    "torchvision.roi_align_opset16", "transformers.xdropout", "transformers.xsoftmax",
 }
 #: the cases without a translation: each is reported with the blocking line
-BLOCKED = {
-    "mmdeploy.group_norm_trt", "torchvision.roi_pool", "transformers.xdropout",
-    "transformers.xsoftmax",
-}
+BLOCKED = {"torchvision.roi_pool"}
 #: the cases the TorchScript exporter itself fails on: nothing to compare with
 NO_REFERENCE = {"mmdeploy.onnx_nms", "mmdeploy.onnx_nms_match", "mmdeploy.onnx_nms_rotated"}
 INDEX = {c.name: i for i, c in enumerate(CASES)}
