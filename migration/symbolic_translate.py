@@ -413,8 +413,11 @@ class _Translator(ast.NodeTransformer):
         if isinstance(node.value, ast.Call) and _callee(node.value.func) in _UNSUPPORTED \
                 and not node.value.keywords:
             # the TorchScript exporter refuses the op there: so does the translation
-            message = ast.JoinedStr([v for a in node.value.args for v in (
-                ast.FormattedValue(self.visit(a), -1), ast.Constant(", "))][:-1])
+            parts = [a if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                     else ast.FormattedValue(self.visit(a), -1) for a in node.value.args]
+            message = ast.JoinedStr([v for p in parts for v in (p, ast.Constant(", "))][:-1])
+            if all(isinstance(p, ast.Constant) for p in parts):
+                message = ast.Constant(", ".join(p.value for p in parts))
             return ast.Raise(ast.Call(ast.Name("NotImplementedError"), [message], []))
         if isinstance(node.value, ast.Tuple) and any(
                 isinstance(e, ast.Constant) and e.value is None for e in node.value.elts):
@@ -537,7 +540,7 @@ class _Translator(ast.NodeTransformer):
     def _constant(self, value: ast.expr, onnx_type: str) -> ast.expr:
         self.out.imports.add(OPSET_IMPORT)
         key = _CONSTANT_KEYS[onnx_type]
-        if onnx_type == "INTS" and not isinstance(value, (ast.List, ast.Tuple, ast.ListComp)) \
+        if onnx_type == "INTS" and not _is_sequence(value) \
                 and not (isinstance(value, ast.Name) and value.id in self.sequences):
             value = ast.List([value], ast.Load())
         return ast.Call(ast.Attribute(ast.Name("op"), "Constant"), [],
@@ -614,11 +617,16 @@ def _sequence_names(func: ast.FunctionDef, descriptors: list[str] | None) -> fro
     comprehensions, or ``@parse_args`` ``"is"`` / ``"fs"`` parameters."""
     params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)][1:]
     out = {p for p, d in zip(params, descriptors or ()) if d in ("is", "fs")}
-    out |= {k for k, v in _bindings(func).items() if all(
-        isinstance(x, (ast.List, ast.Tuple, ast.ListComp)) or (
-            isinstance(x, ast.Call) and _callee(x.func) in ("list", "tuple", "sorted"))
-        for x in v)}
+    out |= {k for k, v in _bindings(func).items() if all(map(_is_sequence, v))}
     return frozenset(out)
+
+
+def _is_sequence(value: ast.expr | None) -> bool:
+    """A list or tuple display or comprehension, or ``list(...)`` / ``tuple(...)`` /
+    ``sorted(...)``."""
+    return isinstance(value, (ast.List, ast.Tuple, ast.ListComp)) or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+        and value.func.id in ("list", "tuple", "sorted"))
 
 
 def _is_none_test(test: ast.expr) -> bool:

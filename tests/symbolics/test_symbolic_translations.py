@@ -4,6 +4,7 @@ exporter's custom nodes, attributes and custom opsets, and the same values in on
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,82 @@ def _rois(n: int = 5, batch: int = 2, size: float = 14.0) -> torch.Tensor:
     wh = torch.rand(n, 2, generator=g) * size * 0.4 + 0.3
     idx = torch.randint(0, batch, (n, 1), generator=g).float()
     return torch.cat([idx, xy, xy + wh], dim=1)
+
+
+AFFINE = '''
+import torch
+from torch.onnx.symbolic_helper import _get_tensor_rank, _unimplemented, _unsqueeze_helper
+from torch.onnx.symbolic_opset9 import softmax
+
+
+def affine(g, x, weight):
+    rank = _get_tensor_rank(x)
+    if rank is None:
+        return _unimplemented("affine", "unknown rank")
+    if weight is None or weight.node().mustBeNone():
+        weight = g.op("Constant", value_t=torch.tensor([2.0]).type(
+            "torch." + x.type().scalarType() + "Tensor"))
+    floor = g.op("Constant", value_t=torch.tensor(torch.finfo(x.type().dtype()).min))
+    y = g.op("Max", g.op("Mul", x, _unsqueeze_helper(g, weight, list(range(1, rank)))), floor)
+    return softmax(g, y, 1)
+'''
+
+
+@torch.library.custom_op("h32test::affine", mutates_args=())
+def _affine(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    return torch.softmax(x * (2.0 if weight is None else weight), 1)
+
+
+@_affine.register_fake
+def _(x, weight):
+    return torch.empty_like(x)
+
+
+class Affine(torch.nn.Module):
+    def forward(self, x):
+        return torch.ops.h32test.affine(x, None)
+
+
+@pytest.mark.needs_torchscript
+def test_type_reads_none_input_unsqueeze_helper_and_softmax(tmp_path):
+    """mmdeploy's group-norm idioms: ``x.type().scalarType()`` / ``.dtype()`` read the traced
+    value's type, ``w.node().mustBeNone()`` an absent optional input, ``_unsqueeze_helper``
+    one Unsqueeze, ``return _unimplemented(...)`` a raise; torch's softmax one Softmax."""
+    _new, _old, text = _check(tmp_path, AFFINE, "affine", "h32test::affine", "h32test::affine",
+                              Affine().eval(), (torch.randn(2, 3),), 11)
+    assert "raise NotImplementedError('affine, unknown rank')" in text
+    assert "if weight is None or weight is None:" in text
+    assert "scalar_type(x)" in text and "torch.finfo(torch_dtype(x))" in text
+    assert "op.Softmax(y, axis=1)" in text
+
+
+OWN_NAME = '''
+SCALE = 2.0
+
+
+def scaled(g, x):
+    return g.op("Mul", x, g.op("Constant", value_t=torch.tensor(SCALE)))
+'''
+
+
+def test_names_of_the_own_module_are_imported_in_a_package_and_block_in_a_script():
+    from migration import symbolic_translate
+
+    tree = ast.parse(OWN_NAME)
+    func = T.find_def(OWN_NAME, "scaled")
+    script = symbolic_translate.translate(func, "scaled")
+    assert [str(b) for b in script.blockers] == ["line 6: reads SCALE, a name of its module"]
+    own = symbolic_translate.OwnModule.of(tree, "model", level=1)
+    tr = symbolic_translate.translate(func, "scaled", module=own)
+    assert tr.ok and tr.code.startswith("def scaled(x):\n    from .model import SCALE\n")
+
+
+def test_own_module_only_inside_a_package(tmp_path):
+    from migration import symbolic_plan
+
+    tree = ast.parse(OWN_NAME)
+    (tmp_path / "model.py").write_text(OWN_NAME)
+    assert symbolic_plan._own_module(tree, str(tmp_path / "model.py")) is None
+    (tmp_path / "__init__.py").write_text("")
+    own = symbolic_plan._own_module(tree, str(tmp_path / "model.py"))
+    assert (own.name, own.level, "SCALE" in own.names) == ("model", 1, True)
