@@ -234,6 +234,15 @@ class _Translator(ast.NodeTransformer):
         self._check_test(node, node.test)
         return self.generic_visit(node)
 
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        """``x is None or _is_none(x)`` -> ``x is None`` (both tests read the same there)."""
+        self.generic_visit(node)
+        kept: dict[str, ast.expr] = {}
+        for v in node.values:
+            kept.setdefault(ast.unparse(v), v)
+        node.values = list(kept.values())
+        return node.values[0] if len(node.values) == 1 else node
+
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
         self._check_test(node, node.test)
         return self.generic_visit(node)

@@ -297,7 +297,7 @@ def test_type_reads_none_input_unsqueeze_helper_and_softmax(tmp_path):
     _new, _old, text = _check(tmp_path, AFFINE, "affine", "h32test::affine", "h32test::affine",
                               Affine().eval(), (torch.randn(2, 3),), 11)
     assert "raise NotImplementedError('affine, unknown rank')" in text
-    assert "if weight is None or weight is None:" in text
+    assert "if weight is None:" in text
     assert "scalar_type(x)" in text and "torch.finfo(torch_dtype(x))" in text
     assert "op.Softmax(y, axis=1)" in text
 
