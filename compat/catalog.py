@@ -291,9 +291,10 @@ ENTRIES: tuple[Entry, ...] = (
         "ONX304", "symbolic without a translation",
         "a custom symbolic whose source has no onnxscript translation",
         "torch's new exporter takes onnxscript functions in `custom_translation_table`, and "
-        "a symbolic that branches in Python on a graph value, reads TorchScript types "
-        "(`.type()`, `setType`), calls `g.at` or the TorchScript exporter's own helpers has "
-        "no traced equivalent",
+        "a symbolic that branches in Python on a graph value's data, reads the TorchScript "
+        "graph (`.node()`, `g.at`), returns `None` for an output or calls a TorchScript "
+        "exporter helper without an equivalent has no traced one (a value's shape and dtype, "
+        "`_is_value`, `setType` do: they are read from the traced value)",
         "applies the symbolic on its own graph context, or exports through the TorchScript "
         "exporter",
         "an onnxscript function in `custom_translation_table=` written by hand",
@@ -506,11 +507,12 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                '    def symbolic(g, x):\n'
                '        return g.op("Relu", x)'), None),
     "ONX303": ("from torch.onnx import symbolic_helper", None),
-    "ONX304": (('def relu_if_wide(g, x):\n'
-                '    if x.type().sizes()[-1] > 8:  # a TorchScript type, read at export time\n'
-                '        return g.op("Relu", x)\n'
-                '    return x\n\n'
-                'torch.onnx.register_custom_op_symbolic("::relu", relu_if_wide, 17)'), None),
+    "ONX304": (('def relu_unless_constant(g, x):\n'
+                '    if x.node().kind() == "onnx::Constant":  # a TorchScript node\n'
+                '        return x\n'
+                '    return g.op("Relu", x)\n\n'
+                'torch.onnx.register_custom_op_symbolic("::relu", relu_unless_constant, 17)'),
+               None),
     "ONX401": ("program = torch.onnx.dynamo_export(model, x)",
                "program = torch.onnx.export(model, (x,), dynamo=True)"),
     "ONX402": ("options = torch.onnx.ExportOptions(dynamic_shapes=True)", None),

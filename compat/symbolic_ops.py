@@ -112,6 +112,11 @@ ATTRIBUTES_NOW_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "Clip": (("min", "FLOAT"), ("max", "FLOAT")),
     "Pad": (("pads", "INTS"), ("value", "FLOAT")),
 }
+#: ONNX ops whose attribute defaults changed: op -> (the opset of the change, the defaults
+#: before it); a symbolic written for an older opset meant those
+DEFAULTS_BEFORE: dict[str, tuple[int, dict[str, Any]]] = {
+    "RoiAlign": (16, {"coordinate_transformation_mode": "output_half_pixel"}),
+}
 #: ONNX ops with more than one output by schema (``outputs=N`` on them needs nothing more)
 MULTI_OUTPUT_OPS = frozenset({
     "TopK", "LSTM", "GRU", "RNN", "BatchNormalization", "Dropout", "MaxPool", "Unique",

@@ -103,7 +103,8 @@ class FunctionOp:
 
     def __init__(self, cls: ast.ClassDef, namespace: str, origin: str,
                  local_functions: frozenset[str] = frozenset(),
-                 imports: dict[str, str] | None = None) -> None:
+                 imports: dict[str, str] | None = None,
+                 own: symbolic_translate.OwnModule | None = None) -> None:
         self.cls = cls
         self.name = snake(cls.name)
         self.namespace = namespace
@@ -116,7 +117,7 @@ class FunctionOp:
             self.blockers.append((cls.lineno, "no forward or no symbolic staticmethod"))
             return
         tr = symbolic_translate.translate(symbolic, f"{self.name}_symbolic", local_functions,
-                                          imports=imports)
+                                          imports=imports, module=own)
         if not tr.ok or tr.helpers:
             first = tr.blockers[0] if tr.blockers else None
             self.blockers.append((first.line, first.reason) if first else

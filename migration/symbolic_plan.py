@@ -13,6 +13,7 @@ read) keeps the call on ``compat.export``, with the reason and line (ONX304).
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 
 from compat import torch_apis
@@ -72,6 +73,16 @@ def _held_by_target(ctx: Context) -> str:
             f"model would call the op, which has no backward")
 
 
+def _own_module(tree: ast.Module, path: str) -> symbolic_translate.OwnModule | None:
+    """The user's module as its generated neighbour imports it: relatively, inside a package
+    (a script is never imported: that would run it)."""
+    folder, name = os.path.split(path)
+    if not path or not name.endswith(".py") or name == "__init__.py" \
+            or not os.path.isfile(os.path.join(folder or ".", "__init__.py")):
+        return None
+    return symbolic_translate.OwnModule.of(tree, name[: -len(".py")], level=1)
+
+
 def plan(ctx: Context) -> SymbolicPlan:
     """The module's symbolic plan (computed once, kept in ``ctx.facts``)."""
     if "symbolic_plan" not in ctx.facts:
@@ -90,10 +101,11 @@ def _plan(ctx: Context) -> SymbolicPlan:
     namespace = generated.module_name(path) if path else "migrated"
     torch_names = symbolic_translate.torch_symbolic_names(ctx.tree)
     imports = symbolic_translate.module_imports(ctx.tree)
+    own = _own_module(ctx.tree, path)
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
-            fop = FunctionOp(node, namespace, path, local, imports)
+            fop = FunctionOp(node, namespace, path, local, imports, own)
             held = _held_by_target(ctx)
             if fop.blockers or held:
                 line, why = fop.blockers[0] if fop.blockers else (node.lineno, held)
@@ -117,7 +129,9 @@ def _plan(ctx: Context) -> SymbolicPlan:
             continue
         out.registrations.append(node)
         func = defs[fn.id]
-        tr = symbolic_translate.translate(func, fn.id, local, torch_names, imports)
+        opset = literal(node.args[2]) if len(node.args) > 2 else None
+        opset = opset if isinstance(opset, int) else None
+        tr = symbolic_translate.translate(func, fn.id, local, torch_names, imports, opset, own)
         todo, seen = list(tr.helpers), set()
         entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func))
         while todo and tr.ok:
@@ -126,7 +140,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
                 continue
             seen.add(helper)
             sub = symbolic_translate.translate(defs[helper], helper, local, torch_names,
-                                                  imports)
+                                                  imports, opset, own)
             if not sub.ok:
                 tr.blockers.extend(sub.blockers)
                 break

@@ -59,7 +59,7 @@ if __name__ == "__main__":
 
 BLOCKED = SCRIPT.replace('''def ms_gelu(g, self, approximate="none"):
     return g.op("com.microsoft::Gelu", self)''', '''def ms_gelu(g, self, approximate="none"):
-    if self.type().dim() == 2:
+    if self.node().kind() == "onnx::Constant":
         return g.op("com.microsoft::Gelu", self)
     return g.op("Relu", self)''')
 
