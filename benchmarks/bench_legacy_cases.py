@@ -19,7 +19,10 @@ case's verdict with a one-line reason per failure, and the opset each contender 
 Cases run in worker processes (a crash or a hang fails that step's contender, never the run),
 each export in a fresh temp folder with a private route-memory folder, torch's output in the
 workers' logs. ``python benchmarks/bench_legacy_cases.py [--quick] [--family F ...] [--case NAME
-...] [--workers N] [--json PATH] [--list]``.
+...] [--contender C ...] [--workers N] [--json PATH] [--list]`` (each list option may repeat). The
+JSON gives each contender's largest difference from eager (``max_diff``) and the cases where
+compat auto is worse than the TorchScript exporter (it fails where that passes, or its model is
+farther from eager: ``auto_worse_than_torchscript``; goal: none).
 """
 
 from __future__ import annotations
@@ -72,11 +75,34 @@ def summarize(rows: list[dict[str, Any]], contenders: tuple[str, ...]) -> dict[s
             routes[route] = routes.get(route, 0) + 1
     return {
         "cases": len(judged), "families": sizes, "counts": counts, "passed": total,
+        "auto_worse_than_torchscript": auto_worse_than_torchscript(judged) if {"compat_auto", "torchscript"} <= set(
+            contenders) else {},
         "shares": {"all": {c: _share(total[c], len(judged)) for c in contenders},
                    **{f: {c: _share(counts[f][c], sizes[f]) for c in contenders} for f in families}},
         "failures": failures, "case_errors": {r["case"]: r["case_error"] for r in rows if "case_error" in r},
         "opset_not_as_asked": opset_mismatch, "auto_routes_of_passes": routes,
     }
+
+
+#: a model counts as less precise than another when its largest difference from eager is more
+#: than this many times the other's and above ``PRECISION_FLOOR`` (float32 rounding noise)
+PRECISION_FACTOR, PRECISION_FLOOR = 4.0, 1e-6
+
+
+def auto_worse_than_torchscript(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Cases where compat auto is worse than the TorchScript exporter: it fails where the
+    TorchScript exporter passes, or both pass and auto's model is farther from eager."""
+    worse = {}
+    for r in rows:
+        auto, ts = r["results"]["compat_auto"], r["results"]["torchscript"]
+        if ts["ok"] and not auto["ok"]:
+            worse[r["case"]] = f"auto fails ({auto['stage']}: {auto['reason']}); TorchScript passes"
+        elif ts["ok"] and auto["ok"]:
+            a, t = auto.get("max_diff"), ts.get("max_diff")
+            if a is not None and t is not None and a > PRECISION_FLOOR and a > PRECISION_FACTOR * t:
+                worse[r["case"]] = (f"auto's model differs from eager by {a:.3g}, TorchScript's by {t:.3g} "
+                                    f"(auto took route {auto.get('route')})")
+    return worse
 
 
 def _ratio_rows(summary: dict[str, Any], contenders: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -181,8 +207,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=TITLE)
     p.add_argument("--quick", action="store_true", help="the quick subset (about one case per family)")
-    p.add_argument("--family", nargs="*", metavar="F", help=f"only these families: {', '.join(FAMILIES)}")
-    p.add_argument("--case", nargs="*", metavar="NAME", help="only these cases")
+    p.add_argument("--family", nargs="+", action="extend", metavar="F",
+                   help=f"only these families (repeatable): {', '.join(FAMILIES)}")
+    p.add_argument("--case", nargs="+", action="extend", metavar="NAME", help="only these cases (repeatable)")
+    p.add_argument("--contender", nargs="+", action="extend", metavar="C", choices=SHORT,
+                   help=f"only these contenders (repeatable; default all): {', '.join(SHORT)}")
     p.add_argument("--workers", type=int, default=WORKERS, help="worker processes (0: in this process)")
     p.add_argument("--json", metavar="PATH", help="also write the result as JSON")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -193,11 +222,17 @@ def main(argv: list[str] | None = None) -> int:
         for case in legacy_cases.select(names=ns.case, families=ns.family, quick=ns.quick):
             print(f"{case.family:<16} {case.name:<40} {case.note}")
         return 0
-    result = run(quick=ns.quick, families=ns.family, cases=ns.case, workers=ns.workers)
+    contenders = tuple(c for c in SHORT if c in ns.contender) if ns.contender else None
+    result = run(quick=ns.quick, families=ns.family, cases=ns.case, workers=ns.workers, contenders=contenders)
     print()
     for r in result["ratios"]:
         target = f"  (target {r['target']})" if r.get("target") else ""
         print(f"  {r['name']:<52} {r['ratio']:>8.3f}{target}")
+    worse = result.get("auto_worse_than_torchscript", {})
+    if {"compat_auto", "torchscript"} <= set(result["contenders"]):
+        print(f"\ncompat auto worse than the TorchScript exporter ({len(worse)}):")
+        for case, why in worse.items():
+            print(f"  {case:<40} {why}")
     for contender, failed in result["failures"].items():
         if failed:
             print(f"\nfailed with {contender} ({len(failed)}):")

@@ -18,7 +18,7 @@ from compat.catalog import INPUT_BINDING, NOT_PARAMETERS
 from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
-from . import capabilities, cross_default_dim, dynamic_shapes, legacy_interface, training
+from . import capabilities, cdist, cross_default_dim, dynamic_shapes, legacy_interface, training
 
 ROUTE = "dynamo"
 #: options without an ONX1xx catalog entry (export_params, keep_initializers_as_inputs, verbose,
@@ -188,6 +188,7 @@ def _dynamic_ints(req: ExportRequest, out: Plan) -> None:
 def _torch_defaults(out: Plan) -> None:
     """Translations that give an op torch's own default where torch's ONNX one differs."""
     out.translation_table.update(cross_default_dim.translation_table())
+    out.translation_table.update(cdist.translation_table())  # torch has none: the route failed
     out.post_process.append(functools.partial(cross_default_dim.record_uses, record=out.record))
 
 

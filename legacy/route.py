@@ -128,7 +128,9 @@ def staging_path(req: ExportRequest) -> str | None:
 def _state_bytes(model: Any) -> int:
     if not hasattr(model, "parameters"):
         return 0
-    tensors = (*model.parameters(), *model.buffers())
+    snapshot = model_state.open_snapshot(model)  # the tensors it found already: no second walk
+    tensors = [s.tensor for s in snapshot.tensors] if snapshot is not None else (*model.parameters(),
+                                                                                    *model.buffers())
     return sum(t.numel() * t.element_size() for t in tensors)
 
 

@@ -294,9 +294,11 @@ def _feeds(names: list[str], ref: dict[str, Any], positions: list[int], values: 
 
 
 def parity(path: str, names: list[str], ref: dict[str, Any], positions: list[int],
-           probes: Sequence[tuple[str, tuple[Any, ...]]], expected: Sequence[list[Any]], case: Case) -> str | None:
+           probes: Sequence[tuple[str, tuple[Any, ...]]], expected: Sequence[list[Any]], case: Case,
+           diffs: list[float] | None = None) -> str | None:
     """Why onnxruntime on the model at ``path`` (graph inputs ``names``) does not match eager at
-    every probe, or None."""
+    every probe, or None. ``diffs`` gets the largest absolute difference of each output compared
+    (NaN at the same places counts as equal)."""
     import numpy as np
     import onnxruntime as ort
 
@@ -320,11 +322,29 @@ def parity(path: str, names: list[str], ref: dict[str, Any], positions: list[int
                 return f"output {i} at {label}: shape {list(g.shape)}, eager {list(w.shape)}"
             if g.dtype != w.dtype:
                 return f"output {i} at {label}: dtype {g.dtype}, eager {w.dtype}"
+            largest = _max_abs_diff(g, w)
+            if diffs is not None:
+                diffs.append(largest)
             if not np.allclose(g, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
-                diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-                return (f"output {i} differs from eager at {label}: max abs {np.nanmax(diff):.3g} "
+                return (f"output {i} differs from eager at {label}: max abs {largest:.3g} "
                         f"(rtol {case.rtol:g}, atol {case.atol:g})")
     return None
+
+
+def _max_abs_diff(got: Any, want: Any) -> float:
+    """The largest absolute difference, NaN where both are NaN ignored (inf: a NaN on one side
+    only, or an infinity that does not match)."""
+    import numpy as np
+
+    if got.size == 0:
+        return 0.0
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(w)
+    same = (g == w) | both_nan
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(g - w))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    return float(diff.max())
 
 
 def _probes(case: Case) -> list[tuple[str, tuple[Any, ...]]]:
@@ -341,7 +361,8 @@ def evaluate(case: Case, contenders: Sequence[str] = CONTENDERS, workdir: str | 
              failed: Mapping[str, str] | None = None,
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every contender on ``case``: ``{"case", "family", "reference", "interface", "results":
-    {contender: {"ok", "stage", "reason", "opset", "route", "export_s"}}}``; a broken case gives
+    {contender: {"ok", "stage", "reason", "opset", "route", "export_s", "max_diff"}}}``
+    (``max_diff``: the largest absolute difference from eager over the probes compared); a broken case gives
     ``{"case_error": ...}`` instead of results. Never raises for a contender's failure.
 
     ``failed`` maps contenders already known to fail (a crash or a hang in an earlier attempt)
@@ -399,7 +420,10 @@ def _judge(export: dict[str, Any], case: Case, ref: dict[str, Any], positions: l
     why = interface_mismatch(ref, got, declared)
     if why:
         return {**result, "ok": False, "stage": "interface", "reason": why}
-    why = parity(export["path"], [v[0] for v in got["inputs"]], ref, positions, probes, expected, case)
+    diffs: list[float] = []
+    why = parity(export["path"], [v[0] for v in got["inputs"]], ref, positions, probes, expected, case, diffs)
+    if diffs:
+        result["max_diff"] = max(diffs)
     if why:
         return {**result, "ok": False, "stage": "parity", "reason": why}
     return {**result, "ok": True, "stage": "ok", "reason": None}

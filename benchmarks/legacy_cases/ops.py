@@ -67,6 +67,16 @@ REDUCTION = [
          {"input_names": ["x"], "dynamic_axes": {"x": {1: "n"}}}, others=lambda: [(rand(2, 4),)]),
     Case("norms", "reduction", lambda: Unary(lambda x: x.norm(p=2, dim=1).sum() + torch.norm(x)),
          lambda: (rand(4, 5),)),
+    # torch's test_cdist / test_dist: each fails one route (cdist the torch.export route, which
+    # has no aten._cdist_forward translation; dist the TorchScript exporter)
+    Case("cdist_euclidean", "reduction", lambda: Binary(lambda x, y: torch.cdist(x, y)),
+         lambda: (rand(2, 5, 3), rand(2, 4, 3)), atol=1e-4),
+    Case("cdist_manhattan", "reduction", lambda: Binary(lambda x, y: torch.cdist(x, y, p=1.0)),
+         lambda: (rand(2, 5, 3), rand(2, 4, 3)), atol=1e-4),
+    Case("dist_p3", "reduction", lambda: Binary(lambda x, y: torch.dist(x, y, p=3)),
+         lambda: (rand(3, 4), rand(3, 4)), atol=1e-4),
+    Case("group_norm_large_values", "reduction",
+         lambda: Unary(lambda x: F.group_norm(x * 1000 + 1000, 2)), lambda: (rand(2, 6, 4, 4),), atol=1e-4),
     Case("amax_amin", "reduction", lambda: Unary(lambda x: x.amax((0, 2)) - x.amin(1).sum(0)),
          lambda: (rand(3, 4, 4),)),
     Case("cumsum", "reduction", lambda: Unary(lambda x: x.cumsum(1)), lambda: (rand(2, 6),),

@@ -1,6 +1,8 @@
 """The TorchScript route's copy-on-write guard (compat/routing/copy_on_write.py): it copies only
 the parameters a traced forward writes to, puts every change back, and does not change what the
-tracer records: the file is plain torch's byte for byte, its tracer warnings name the same lines."""
+tracer records: the file is plain torch's byte for byte, its tracer warnings name the same lines.
+A model whose parameters are small is copied up front instead (the mode costs more than the copy);
+the tests of the mode set that threshold below every model's size."""
 
 from __future__ import annotations
 
@@ -17,6 +19,15 @@ import compat
 from compat.errors import ExportFailed, ModelChangedWarning
 from compat.routing import copy_on_write as cow
 from compat.routing import model_state
+
+EAGER_COPY_BYTES = cow.EAGER_COPY_BYTES
+
+
+@pytest.fixture(autouse=True)
+def watch_every_model(monkeypatch):
+    """The mode guards every model here, however small (the eager-copy tests put the threshold
+    back)."""
+    monkeypatch.setattr(cow, "EAGER_COPY_BYTES", -1)
 
 
 class Branchy(torch.nn.Module):
@@ -296,3 +307,53 @@ def test_numbers_of_a_written_model_match_eager_after_restore(tmp_path):
         compat.export(model, (x,), tmp_path / "m.onnx", route="legacy")
     with torch.no_grad():
         np.testing.assert_allclose(model.fc(x).numpy(), expected)
+
+
+class Watches(torch.nn.Module):
+    """Records whether a torch function mode is active while its forward runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.modes: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.modes.append(len(torch.overrides._get_current_function_mode_stack()))
+        return self.fc(x)
+
+
+def test_a_small_model_is_copied_up_front_not_watched(tmp_path, monkeypatch):
+    """Below ``EAGER_COPY_BYTES`` the forward runs without the mode (whose per-call work cost
+    more than copying a small model), and every write is put back, the unseen ones too."""
+    monkeypatch.setattr(cow, "EAGER_COPY_BYTES", EAGER_COPY_BYTES)
+    model = Watches().eval()
+    compat.export(model, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy")
+    assert model.modes == [0]
+
+    watched = WritesInTorchScript()  # a write the mode cannot see: a full copy puts it back
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelChangedWarning)
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        compat.export(watched, (torch.randn(2, 4),), tmp_path / "w.onnx", route="legacy")
+    assert torch.equal(watched.scale, torch.ones(4))
+
+
+@pytest.mark.parametrize("name,model,args,options", CASES[:2], ids=[c[0] for c in CASES[:2]])
+def test_a_small_models_file_is_plain_torchs_and_its_values_are_kept(tmp_path, monkeypatch, name, model, args,
+                                                                     options):
+    monkeypatch.setattr(cow, "EAGER_COPY_BYTES", EAGER_COPY_BYTES)
+    assert cow._parameter_bytes(model) <= cow.EAGER_COPY_BYTES
+    test_the_file_and_the_tracer_warnings_are_plain_torchs(tmp_path, name, model, args, options)
+    written = Writes().eval()
+    before = _state(written)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(written, (torch.randn(3, 4),), tmp_path / "w.onnx", route="legacy")
+    _assert_unchanged(written, before)
+
+
+def test_a_large_model_is_watched(tmp_path, monkeypatch):
+    monkeypatch.setattr(cow, "EAGER_COPY_BYTES", 4 * 4 * 4)  # fc.weight alone is 64 bytes
+    model = Watches().eval()
+    compat.export(model, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy")
+    assert model.modes == [1]

@@ -120,3 +120,36 @@ def test_runner_isolates_a_crash_and_a_hang(tmp_path: Path) -> None:
     assert crash["compat_dynamo"]["ok"], crash["compat_dynamo"]
     assert hang["compat_dynamo"]["ok"], hang["compat_dynamo"]
     assert rows[0]["reference"] == "call"
+
+
+def test_runner_keeps_every_case_and_family_given(capsys) -> None:
+    import bench_legacy_cases
+
+    bench_legacy_cases.main(["--list", "--case", "add_broadcast", "--case", "groupnorm", "var_unbiased"])
+    listed = [line.split()[1] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["add_broadcast", "var_unbiased", "groupnorm"]
+
+
+def test_largest_difference_counts_nan_only_where_one_side_has_it() -> None:
+    import numpy as np
+
+    nan = float("nan")
+    assert harness._max_abs_diff(np.array([1.0, nan, 3.5]), np.array([1.0, nan, 3.0])) == 0.5
+    assert harness._max_abs_diff(np.array([1.0, nan]), np.array([1.0, 2.0])) == float("inf")
+    assert harness._max_abs_diff(np.array([], dtype=np.float32), np.array([], dtype=np.float32)) == 0.0
+
+
+def test_auto_worse_than_torchscript_lists_failures_and_farther_models() -> None:
+    import bench_legacy_cases
+
+    def row(name, ts, auto):
+        return {"case": name, "results": {"torchscript": ts, "compat_auto": auto}}
+
+    ok = {"ok": True, "stage": "ok", "reason": None, "max_diff": 1e-7}
+    rows = [row("same", ok, ok), row("fails", ok, {"ok": False, "stage": "parity", "reason": "differs"}),
+            row("farther", ok, {**ok, "max_diff": 9.8e-5, "route": "dynamo"}),
+            row("both fail", {"ok": False, "stage": "export", "reason": "x"}, {"ok": False, "stage": "export",
+                                                                             "reason": "x"})]
+    worse = bench_legacy_cases.auto_worse_than_torchscript(rows)
+    assert set(worse) == {"fails", "farther"}
+    assert "9.8e-05" in worse["farther"]
