@@ -5,7 +5,7 @@ Two real export helpers, each run as a new user would migrate it:
 * transformers 4.27's ``export_pytorch`` (``tests/hf/fixtures/hf_convert_427.py``) on the 17 tiny
   models of ``tests/hf/fixtures/hf_zoo.py`` (one call site, 17 models);
 * yolov5 7.0.14's ``export.py`` ``export_onnx`` (opset 12, named dynamic axes) on yolov5n built
-  from its yaml without weights (the wheel from ``benchmarks/results/real-code-wheels``, fetched
+  from its yaml without weights, with ``--dynamic`` and without (two records of the helper) (the wheel from ``benchmarks/results/real-code-wheels``, fetched
   like bench_migrate does). Its image, plotting and hub libraries (cv2, pandas, PIL, ...) are
   stand-ins that import as empty modules when not installed: the export path never calls them.
 
@@ -57,7 +57,7 @@ for name in sys.argv[2:]:
 
 #: yolov5's export.run() in short: a Detect head in export mode, dynamic axes, opset 12
 YOLO_DRIVER = '''\
-"""python drive.py OUT.pt: yolov5n (random init) through yolov5's export_onnx."""
+"""python drive.py OUT.pt: yolov5n (random init) through yolov5's export_onnx, dynamic and static."""
 import os
 import sys
 from pathlib import Path
@@ -73,14 +73,16 @@ from yolov5.models.yolo import Detect, DetectionModel  # noqa: E402
 
 out = Path(sys.argv[1])
 out.parent.mkdir(parents=True, exist_ok=True)
-torch.manual_seed(0)
-model = DetectionModel(os.path.join(os.path.dirname(export.__file__), "models", "yolov5n.yaml")).eval()
-for m in model.modules():
-    if isinstance(m, Detect):
-        m.inplace, m.dynamic, m.export = False, True, True
-im = torch.zeros(1, 3, 64, 64)
-model(im)  # dry run, as export.run does
-export.export_onnx(model, im, out, 12, True, False)
+for dynamic in (True, False):  # export.py --dynamic, and without
+    torch.manual_seed(0)
+    model = DetectionModel(os.path.join(os.path.dirname(export.__file__), "models", "yolov5n.yaml")).eval()
+    for m in model.modules():
+        if isinstance(m, Detect):
+            m.inplace, m.dynamic, m.export = False, dynamic, True
+    im = torch.zeros(1, 3, 64, 64)
+    model(im)  # dry run, as export.run does
+    export.export_onnx(model, im, out.with_name(f"{out.stem}-{'dynamic' if dynamic else 'static'}.pt"),
+                       12, dynamic, False)
 '''
 
 STAND_INS = '''\
