@@ -179,8 +179,11 @@ def output_dim_names(ctx: Context, ec: ExportCall) -> str | None:
     """``{"out": {0: "out_rows"}}`` (code) for literal ``dynamic_axes`` naming output axes no
     input axis names, which plain torch names after the inputs' dims they derive from: what a
     ``compat.name_dims`` step after the export sets (issue 30.2); None when none is needed."""
-    if "dynamic_axes" not in ec.options or _inputs_mapping(ctx, ec) is not None:
+    if "dynamic_axes" not in ec.options:
         return None
+    mapping = _inputs_mapping(ctx, ec)
+    if mapping is not None:
+        return _mapping_output_names(ctx, ec, mapping)
     found = _literal_axes(ctx, ec)
     if found is None:
         runtime = _runtime_axes(ctx, ec)
@@ -197,6 +200,22 @@ def output_dim_names(ctx: Context, ec: ExportCall) -> str | None:
     return "{" + ", ".join(
         f"{q}{out}{q}: {{" + ", ".join(f"{a}: {q}{n}{q}" for a, n in axes.items()) + "}"
         for out, axes in outputs.items()) + "}"
+
+
+def _mapping_output_names(ctx: Context, ec: ExportCall, mapping: str) -> str | None:
+    """The output axes of an OnnxConfig-style ``dynamic_axes`` (its mappings but the inputs'),
+    evaluated at run time, for the graph outputs ``output_names`` (a literal or a plain name)
+    gives: the shim named them as given, torch after the input dims (or not at all where the
+    model fixes the size)."""
+    sources = [m for m in _mapping_sources(ctx, ec, ec.options["dynamic_axes"].value) or ()
+               if m != mapping]
+    given = ec.options.get("output_names")
+    if not sources or given is None or not (_pure(given.value) or isinstance(
+            literal(given.value), (list, tuple))):
+        return None
+    merged = sources[0] if len(sources) == 1 else "{" + ", ".join(f"**{m}" for m in sources) + "}"
+    return (f"{{name: axes for name, axes in {merged}.items() "
+            f"if name in {ctx.src(given.value)}}}")
 
 
 def plain_dims_problem(ctx: Context, ec: ExportCall, site: evidence.Site | None,
