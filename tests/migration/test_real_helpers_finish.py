@@ -59,13 +59,14 @@ class Image(torch.nn.Module):
 
 def export_pytorch(model, inputs, axes, outputs, output: Path):
     """transformers 4.27's call: the tokenizer's dict, axes from the OnnxConfig."""
+    onnx_outputs = list(outputs.keys())
     with torch.no_grad():
         onnx_export(
             model,
             (inputs,),
             f=output.as_posix(),
             input_names=list(axes.keys()),
-            output_names=list(outputs.keys()),
+            output_names=onnx_outputs,
             dynamic_axes=dict(chain(axes.items(), outputs.items())),
             do_constant_folding=True,
             opset_version=14,
@@ -103,7 +104,7 @@ if __name__ == "__main__":
     export_pytorch(Text().eval(), dict(inputs), axes, {"last_hidden_state": text}, out / "text2.onnx")
     image_axes = {"pixel_values": {0: "batch", 1: "num_channels", 2: "height", 3: "width"}}
     export_pytorch(Image().eval(), {"pixel_values": torch.randn(2, 3, 6, 6)}, image_axes,
-                   {"last_hidden_state": {0: "batch"}}, out / "image.onnx")
+                   {"last_hidden_state": {0: "batch", 1: "sequence"}}, out / "image.onnx")
     for dynamic in (True, False):
         export_onnx(Image().eval(), torch.randn(1, 3, 8, 8), out / f"yolo-{dynamic}", 12, dynamic)
 '''
@@ -166,9 +167,12 @@ def test_keyword_dict_out_of_forward_order_names_the_shims_inputs(migrated):
 @pytest.mark.slow
 def test_computed_axes_the_model_fixes_export_static(migrated):
     """Image fixes num_channels: left out of dynamic_shapes (static, as the shim exported it;
-    Dim.AUTO kept it dynamic)."""
+    Dim.AUTO kept it dynamic). Its output axis 1 (height * width) is named "sequence" by the
+    OnnxConfig's outputs: a compat.name_dims step names it so, as the shim did."""
     _, _, text = migrated
     assert '("pixel_values", 1)' in text, text
+    assert "compat.name_dims(output.as_posix(), {name: axes for name, axes in outputs.items() " \
+           "if name in onnx_outputs})" in text, text
     rows = [r for r in _rows(migrated, "Image") if r.old and r.old.endswith(f":{HF_LINE}")]
     assert rows and all(r.verdict in PASSING for r in rows), to_text(rows, "old", "new")
 
