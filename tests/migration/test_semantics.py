@@ -457,7 +457,7 @@ def test_dynamic_axes_become_dim_auto_with_the_files_torch_binding(imports, call
            "dynamic_axes={'x': {0: 'batch'}, 'y': [0]})\n")
     opts = Options(fix=True)
     out, _, _, _ = fix_text(src, "t.py", opts)
-    assert f"dynamic_shapes=({{0: 'batch'}},)" in out and "dynamic_axes" not in out
+    assert "dynamic_shapes=({0: 'batch'},)" in out and "dynamic_axes" not in out
     out, _, _, _ = fix_text(src, "t.py", opts, {1 + imports.count("\n"): FIXED_RECORD})
     assert f"dynamic_shapes=({want},)" in out and "dynamic_axes" not in out
     assert out.count("import torch\n") == imports.count("import torch\n") + adds_import
