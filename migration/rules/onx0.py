@@ -372,8 +372,10 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     failed = set(verdict.get("failed_routes") or ()) if verdict is not None else set()
     capture: tuple[Edit, ...] = ()
     before: tuple[Edit, ...] = ()  # plain-torch steps that do what the shim did for the export
+    kept_shim: list[str] = []  # reasons the steps in ``before`` answer
     if site is not None:
         reasons = site.keeps_shim()
+        kept_shim = list(reasons)
         if reasons and site.baked():
             capture = _draft_capture(ctx, ec, site)
             if capture:  # the explicit capture does what the shim's draft capture did
@@ -417,6 +419,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
             return _via_compat(ctx, ec, problems, verdict)
     if site is not None and (route.dynamo or not any(c != "ONX001" for c, _ in pins)):
         route.undecided = _too_few(ctx, ec, site)
+        if route.undecided and before:  # too few records to write the steps for every caller
+            return _via_compat(ctx, ec, kept_shim, verdict)
         if route.undecided:
             return route
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]

@@ -224,3 +224,25 @@ def test_an_export_imported_under_another_name_is_counted():
             "onnx_export(m, (x,), 'a.onnx', dynamo=True)\n"
             "onnx_export(m, (x,), 'b.onnx', dynamo=False)\n")
     assert [s for s, _ in classify(text)] == ["finished", "pinned"]
+
+
+BINDING_CALL = '''\
+import torch
+
+
+def export(model, inputs, path):
+    torch.onnx.export(model, (inputs,), path, input_names=["input_ids", "mask"], opset_version=18)
+'''
+
+
+@pytest.mark.parametrize("records, on_the_shim", [(1, True), (2, False)])
+def test_a_helper_reorders_its_keyword_dict_only_with_enough_records(records, on_the_shim):
+    """One record of a helper's call is too few to write the step for every caller: the call
+    stays on compat.export (as before the step existed), not on plain torch unchanged."""
+    rec = {"route_taken": "dynamo", "status": "ok", "model": "BertModel", "output": "/o/a.onnx",
+           "translations": [{"code": "ONX001", "option": "input_names",
+                             "action": "input_names bound in forward() parameter order (...)"}]}
+    out, _, _, _ = fix_text(BINDING_CALL, "t.py", Options(fix=True),
+                            {5: {**rec, "records": [rec] * records}})
+    assert ("compat.export(" in out) is on_the_shim, out
+    assert ("inspect.signature(model.forward)" in out) is not on_the_shim, out
