@@ -45,7 +45,7 @@ bench: $(STAMP) symbolic-sources
 # transformers' export_pytorch (17 tiny models) and yolov5's export.py migrated onto torch's new
 # exporter, verified (issue 30); several minutes on 2 cores, so not in run_all
 bench-migration-ends: $(STAMP)
-	$(VPY) benchmarks/bench_migration_ends_real.py
+	$(VPY) benchmarks/migration_ends_real.py
 
 lint: $(STAMP)
 	$(VPY) -m ruff check compat legacy dynamo migration benchmarks

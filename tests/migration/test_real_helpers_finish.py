@@ -1,7 +1,7 @@
 """Real export helpers finish on torch's new exporter after a ledger migration (issue 30).
 
 The forms of transformers 4.27's ``export_pytorch`` and yolov5's ``export_onnx`` that kept their
-call on ``compat.export`` (measured by benchmarks/bench_migration_ends_real.py), each on a tiny
+call on ``compat.export`` (measured by benchmarks/migration_ends_real.py), each on a tiny
 real model: the script runs under the shim with a ledger, is migrated with ``--write
 --unsafe-fixes --ledger``, the copy runs on plain torch (``compat run --observe``), and
 ``verify-migration`` must call every model the shim's:

@@ -16,8 +16,9 @@ Printed per project: the export call sites finished on plain torch (with / witho
 pinned to ``dynamo=False``, left on ``compat.export`` (with migrate's reason), and the exported
 models verify-migration calls "same". No asserts.
 
-``python benchmarks/bench_migration_ends_real.py [--only hf|yolov5] [--models NAME ...]``
-(``make bench-migration-ends``; several minutes on 2 cores, so not in run_all).
+``python benchmarks/migration_ends_real.py [--only hf|yolov5] [--models NAME ...]``
+(``make bench-migration-ends``; several minutes on 2 cores, so not a ``bench_*.py`` that
+``make bench`` / run_all runs).
 """
 
 from __future__ import annotations
