@@ -26,12 +26,12 @@ Applicability = Literal["safe", "unsafe", "none"]
 #: from there, and silently stays at this opset when an operator has no version adapter
 DYNAMO_MIN_OPSET = 18
 #: transformers' own cache pytree registration, which the torch.export route applies for one export
-#: (dynamo/hf_caches.py) and plain torch does not: migrate keeps such call sites on the shim
+#: (dynamo/hf_caches.py) and plain torch does not: migrate calls it before such call sites
 HF_CACHE_REGISTRATION = ("transformers.exporters.exporter_dynamo", "register_cache_pytrees_for_model")
 #: the torch.export route's ledger note where it attached ``input_names`` to other forward()
 #: parameters than plain torch would: plain torch names the graph inputs in the call's order (a
 #: trailing dict of keyword inputs in its own order), the shim in forward()'s (the TorchScript
-#: exporter's). Migrate keeps such call sites on the shim.
+#: exporter's). Migrate puts the keyword dict in forward()'s order before such call sites.
 INPUT_BINDING = "input_names bound in forward() parameter order"
 #: the torch.export route's ledger note on ``dynamic_axes`` keys that name graph inputs which are
 #: not forward() parameters holding one tensor (``past_key_values.0.key``): a ``dynamic_shapes``

@@ -15,6 +15,9 @@ from compat.catalog import INPUT_BINDING, NOT_PARAMETERS, NOT_PARAMETERS_OLD
 
 from .ledger import ROUTES, shim_only
 
+#: how ``keeps_shim`` says the shim bound ``input_names`` in forward()'s order
+BINDING = "the shim attached input_names to forward()'s parameters in their order"
+
 #: the torch.export route's note on an axis the model fixes (dynamo/dynamic_shapes.py)
 _FIXED = re.compile(r"axis (?P<input>.+?)\[(?P<axis>\d+)\] \('(?P<name>.*?)'\) is fixed by the model")
 #: the down-conversion note on ``opset_version`` (compat/routing/dispatch.py)
@@ -64,8 +67,7 @@ class Site:
             if any(t.get("option") == "input_names" and isinstance(t.get("action"), str)
                    and t["action"].startswith(INPUT_BINDING)
                    for t in record.get("translations") or () if isinstance(t, dict)):
-                why.append("the shim attached input_names to forward()'s parameters in their "
-                           "order, plain torch names the graph inputs in the call's")
+                why.append(f"{BINDING}, plain torch names the graph inputs in the call's")
             for reason in why:
                 found.setdefault(reason, []).append(str(record.get("model") or "?"))
         out = [f"{reason} ({', '.join(dict.fromkeys(models))})" for reason, models in found.items()]

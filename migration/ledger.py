@@ -17,6 +17,8 @@ from compat.catalog import HF_CACHE_REGISTRATION, SHIM_ONLY_TRANSLATIONS
 from compat.files import find_project_root
 
 ROUTES = ("dynamo", "legacy")
+#: how ``shim_only`` says the shim registered transformers' cache classes
+CACHES = "the shim registered transformers' cache classes for torch.export"
 _FAILED = re.compile(r"(?:^|;\s*)(dynamo|legacy):\s")
 
 
@@ -36,7 +38,7 @@ def shim_only(record: dict) -> list[str]:
         if not isinstance(t, dict) or not isinstance(t.get("action"), str):
             continue
         if t.get("code") == "ONX001" and HF_CACHE_REGISTRATION[1] in t["action"]:
-            out.append("the shim registered transformers' cache classes for torch.export")
+            out.append(CACHES)
         elif t.get("code") == "ONX002":
             out.append(f"the shim wrote opset_version={t['action'].split(';', 1)[0]} at another opset")
         else:

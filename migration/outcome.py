@@ -51,6 +51,11 @@ def classify(text: str) -> list[tuple[str, str]]:
         return []
     lines = text.splitlines()
     out = []
+    # ``from torch.onnx import export as onnx_export`` (transformers' export_pytorch): a plain
+    # name that calls torch's exporter
+    aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               and n.module in ("torch.onnx", "torch.onnx.utils") for a in n.names
+               if a.name == "export"}
     for block in ast.walk(tree):
         if not isinstance(block, (ast.stmt, ast.Module)):
             continue  # an expression's ``body`` (IfExp, Lambda) holds no statements
@@ -60,9 +65,10 @@ def classify(text: str) -> list[tuple[str, str]]:
             if isinstance(getattr(stmt, "body", None), list):  # compound: its blocks are walked
                 continue
             for node in ast.walk(stmt):
-                if not isinstance(node, ast.Call) or isinstance(node.func, ast.Name):
+                if not isinstance(node, ast.Call) or (isinstance(node.func, ast.Name)
+                                                      and node.func.id not in aliases):
                     continue
-                name = _name(node.func)
+                name = "onnx.export" if isinstance(node.func, ast.Name) else _name(node.func)
                 if name.endswith(("onnx.export", "onnx.utils.export")):
                     dynamo = next((k.value for k in node.keywords if k.arg == "dynamo"), None)
                     if isinstance(dynamo, ast.Constant) and dynamo.value is False:

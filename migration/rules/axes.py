@@ -80,6 +80,48 @@ def _literal_axes(ctx: Context, ec: ExportCall) -> tuple[list[dict[int, str] | N
     return inputs, named_outputs
 
 
+_PURE = (ast.Name, ast.Attribute, ast.BoolOp, ast.Or, ast.And, ast.Constant, ast.expr_context)
+
+
+def _pure(node: ast.expr) -> bool:
+    """``node`` reads names only (it may be evaluated again after the call)."""
+    return all(isinstance(n, _PURE) for n in ast.walk(node))
+
+
+def _runtime_axes(ctx: Context, ec: ExportCall) -> tuple[str, list[str], str] | None:
+    """``(A, inputs, outputs)`` for ``dynamic_axes=A`` that is no literal but a plain expression
+    the call may evaluate again (a name, ``dynamic or None``: yolov5's ``export_onnx``), with
+    literal ``input_names`` (``inputs``: those of the positional inputs) and ``output_names``
+    a literal or such an expression (``outputs``: its code, "" without any); None otherwise
+    (``kwargs=``, ``*args``, a trailing dict, an unknown count of inputs)."""
+    opt = ec.options.get("dynamic_axes")
+    if opt is None or literal(opt.value) is not ... or "kwargs" in ec.options \
+            or not _pure(opt.value):
+        return None
+    names = literal(ec.options["input_names"].value) if "input_names" in ec.options else ...
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        return None
+    given = ec.options.get("output_names")
+    outputs = "" if given is None else ctx.src(given.value)
+    value = literal(given.value) if given is not None else []
+    if value is ... and not _pure(given.value):  # type: ignore[union-attr]
+        return None
+    if value is not ... and not (isinstance(value, (list, tuple))
+                                 and all(isinstance(n, str) for n in value)):
+        return None
+    if isinstance(ec.args, ast.Tuple):
+        if any(isinstance(e, ast.Starred) for e in ec.args.elts) or (
+                ec.args.elts and _dict_like(ctx, ec, ec.args.elts[-1])):
+            return None
+        count = len(ec.args.elts)
+    elif ec.args is not None and len(names) == 1 and not isinstance(ec.args, (ast.Dict, ast.List)) \
+            and not _dict_like(ctx, ec, ec.args):
+        count = 1  # one input name: one input (a tensor, or a name holding a 1-tuple)
+    else:
+        return None
+    return ctx.src(opt.value), list(names[:count]), outputs if value != [] else ""
+
+
 def _quote(ctx: Context, ec: ExportCall) -> str:
     """The quote the call's ``dynamic_axes`` (else the call) writes its strings with."""
     for text in (ctx.src(ec.options["dynamic_axes"].value), ctx.src(ec.node)):
@@ -99,10 +141,24 @@ def dynamic_shapes_code(ctx: Context, ec: ExportCall, auto: str = "torch.export.
     inferred (their names follow the inputs'). None when it cannot be converted."""
     mapping = _inputs_mapping(ctx, ec)
     if mapping is not None:
-        return f"dict({mapping})"
+        if not fixed:
+            return f"dict({mapping})"
+        # the axes the ledger shows the model fixes are left out (static, as the shim exported
+        # them; Dim.AUTO may keep such an axis dynamic); the others keep their names
+        q = _quote(ctx, ec)
+        pairs = ", ".join(f"({q}{n}{q}, {a})" for n, a in sorted(fixed))
+        return (f"{{name: {{axis: dim for axis, dim in axes.items() if (name, axis) not in "
+                f"{{{pairs}}}}} for name, axes in {mapping}.items()}}")
     found = _literal_axes(ctx, ec)
     if found is None:
-        return None
+        runtime = _runtime_axes(ctx, ec)
+        if runtime is None or fixed:
+            return None
+        # evaluated at the call: each input's axes as dynamic_axes gives them at run time
+        axes_src, names, _ = runtime
+        q = _quote(ctx, ec)
+        listed = ", ".join(f"{q}{n}{q}" for n in names)
+        return f"tuple(({axes_src} or {{}}).get(name) for name in [{listed}])"
     inputs, _ = found
     names = literal(ec.options["input_names"].value)
     if not any(inputs) and not any(k in names for k in literal(ec.options["dynamic_axes"].value)):
@@ -123,11 +179,19 @@ def output_dim_names(ctx: Context, ec: ExportCall) -> str | None:
     """``{"out": {0: "out_rows"}}`` (code) for literal ``dynamic_axes`` naming output axes no
     input axis names, which plain torch names after the inputs' dims they derive from: what a
     ``compat.name_dims`` step after the export sets (issue 30.2); None when none is needed."""
-    if "dynamic_axes" not in ec.options or _inputs_mapping(ctx, ec) is not None:
+    if "dynamic_axes" not in ec.options:
         return None
+    mapping = _inputs_mapping(ctx, ec)
+    if mapping is not None:
+        return _mapping_output_names(ctx, ec, mapping)
     found = _literal_axes(ctx, ec)
     if found is None:
-        return None
+        runtime = _runtime_axes(ctx, ec)
+        if runtime is None or not runtime[2]:
+            return None
+        # the output axes dynamic_axes names at run time (none: nothing to name)
+        return (f"{{name: axes for name, axes in ({runtime[0]} or {{}}).items() "
+                f"if name in {runtime[2]}}}")
     inputs, outputs = found
     known = {n for axes in inputs if axes for n in axes.values()}
     if not {n for axes in outputs.values() for n in axes.values()} - known:
@@ -136,6 +200,22 @@ def output_dim_names(ctx: Context, ec: ExportCall) -> str | None:
     return "{" + ", ".join(
         f"{q}{out}{q}: {{" + ", ".join(f"{a}: {q}{n}{q}" for a, n in axes.items()) + "}"
         for out, axes in outputs.items()) + "}"
+
+
+def _mapping_output_names(ctx: Context, ec: ExportCall, mapping: str) -> str | None:
+    """The output axes of an OnnxConfig-style ``dynamic_axes`` (its mappings but the inputs'),
+    evaluated at run time, for the graph outputs ``output_names`` (a literal or a plain name)
+    gives: the shim named them as given, torch after the input dims (or not at all where the
+    model fixes the size)."""
+    sources = [m for m in _mapping_sources(ctx, ec, ec.options["dynamic_axes"].value) or ()
+               if m != mapping]
+    given = ec.options.get("output_names")
+    if not sources or given is None or not (_pure(given.value) or isinstance(
+            literal(given.value), (list, tuple))):
+        return None
+    merged = sources[0] if len(sources) == 1 else "{" + ", ".join(f"**{m}" for m in sources) + "}"
+    return (f"{{name: axes for name, axes in {merged}.items() "
+            f"if name in {ctx.src(given.value)}}}")
 
 
 def plain_dims_problem(ctx: Context, ec: ExportCall, site: evidence.Site | None,
@@ -150,9 +230,6 @@ def plain_dims_problem(ctx: Context, ec: ExportCall, site: evidence.Site | None,
         if site is None or not site.ok:
             return ("dynamic_axes computed from an OnnxConfig: which axes the model fixes and "
                     "whether its input names are forward() parameters show only at run time")
-        if site.fixed_axes():
-            shown = ", ".join(f"{n}[{a}]" for n, a in sorted(site.fixed_axes()))
-            return f"the model fixes dynamic axes of a computed dynamic_axes ({shown})"
         if not site.names_by_parameter():
             return "dynamic_axes keyed by graph input names that are not forward() parameters"
         return None

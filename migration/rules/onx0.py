@@ -13,13 +13,15 @@ import os
 import textwrap
 
 from compat import catalog_facts as facts
-from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET
+from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET, HF_CACHE_REGISTRATION
 from compat.catalog_facts import OPTION_CODES
 
 from .. import draft_plan, evidence, generated, pins, symbolic_plan, train_mode
 from ..analysis import Context, ExportCall, literal, option_value
+from ..ledger import CACHES
 from ..model import Edit
 from ..registry import register
+from ..resolve import dotted
 from . import axes
 from .route import Route, pin_reason, symbolic_names, translated_pins
 
@@ -231,6 +233,61 @@ def _draft_capture(ctx: Context, ec: ExportCall, site: evidence.Site) -> tuple[E
             Edit("arg", ec.key, (0, program)), imp)
 
 
+def _cache_registration(ctx: Context, ec: ExportCall) -> tuple[Edit, ...]:
+    """``register_cache_pytrees_for_model(model)`` before the call: transformers' own
+    registration of its cache classes as pytree nodes, which the shim applied for the export
+    (``dynamo/hf_caches.py``), so plain torch flattens the caches into graph inputs and outputs
+    as the shim did. Empty when it cannot be written here (a model that is no plain name, a
+    call that is no statement of its own)."""
+    if ec.model is None or not dotted(ec.model) or ctx.block_statement(ec.node) is None:
+        return ()
+    module, func = HF_CACHE_REGISTRATION
+    ref = ctx.module_ref(f"{module}.{func}", ec.scope)
+    imports: tuple[Edit, ...] = ()
+    if ref is None:
+        if func in ctx.names():
+            return ()
+        ref, imports = func, (Edit("import", (0, 0), (f"from {module} import {func}",)),)
+    why = _comment_lines("transformers' cache classes registered as pytree nodes (as the shim "
+                         "did for this export), so torch.export flattens the caches into graph "
+                         "inputs and outputs", ctx, ec)
+    return (*(Edit("comment", ec.key, (c,)) for c in why),
+            Edit("before", ec.key, (f"{ref}({ctx.src(ec.model)})",)), *imports)
+
+
+def _forward_order(ctx: Context, ec: ExportCall) -> tuple[Edit, ...]:
+    """The trailing dict of keyword inputs in ``args`` put in forward()'s parameter order
+    before the call: plain torch names the graph inputs in the dict's order, the shim (as the
+    TorchScript exporter) in forward()'s, so ``input_names`` then name the same inputs. Empty
+    when it cannot be written here (``args`` not a tuple display ending in a plain name, a model
+    that is no plain name, a call that is no statement of its own)."""
+    if ec.model is None or not dotted(ec.model) or ctx.block_statement(ec.node) is None \
+            or not isinstance(ec.args, ast.Tuple) or not ec.args.elts or ec.star_args:
+        return ()
+    last = ec.args.elts[-1]
+    if not dotted(last):
+        return ()
+    names = ctx.names()
+    fresh = next(n for n in ("inputs_in_forward_order",
+                             *(f"inputs_in_forward_order_{i}" for i in range(2, 99)))
+                 if n not in names)
+    inspect_ref, imports = ctx.import_module("inspect", ec.scope)
+    mapping, model = ctx.src(last), ctx.src(ec.model)
+    line = (f"{fresh} = {{\n    k: {mapping}[k] for k in {inspect_ref}.signature({model}.forward)"
+            f".parameters if k in {mapping}\n}} | {mapping}")
+    elts = [ctx.src(e) for e in ec.args.elts[:-1]] + [fresh]
+    args = "(" + ", ".join(elts) + ("," if len(elts) == 1 else "") + ")"
+    if any(a is ec.args for a in ec.node.args):
+        index = next(i for i, a in enumerate(ec.node.args) if a is ec.args)
+        placed = Edit("arg", ec.key, (index, args))
+    else:
+        placed = Edit("set", ec.key, ("args", args))
+    why = _comment_lines("the keyword inputs in forward()'s parameter order, as the shim named "
+                         "them: plain torch names the graph inputs in the dict's order", ctx, ec)
+    return (*(Edit("comment", ec.key, (c,)) for c in why), Edit("before", ec.key, (line,)),
+            placed, *imports)
+
+
 def _untranslated(ctx: Context, plan: symbolic_plan.SymbolicPlan) -> str:
     """Why the call keeps ``compat.export`` for its custom symbolics (ONX304 names each line)."""
     if not plan.blocked:
@@ -353,12 +410,25 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     taken = verdict.get("route_taken") if verdict is not None else None
     failed = set(verdict.get("failed_routes") or ()) if verdict is not None else set()
     capture: tuple[Edit, ...] = ()
+    before: tuple[Edit, ...] = ()  # plain-torch steps that do what the shim did for the export
+    kept_shim: list[str] = []  # reasons the steps in ``before`` answer
     if site is not None:
         reasons = site.keeps_shim()
+        kept_shim = list(reasons)
         if reasons and site.baked():
             capture = _draft_capture(ctx, ec, site)
             if capture:  # the explicit capture does what the shim's draft capture did
                 reasons = [r for r in reasons if not r.startswith(BAKED)]
+        if any(r.startswith(CACHES) for r in reasons):
+            registration = _cache_registration(ctx, ec)
+            if registration:
+                before += registration
+                reasons = [r for r in reasons if not r.startswith(CACHES)]
+        if any(r.startswith(evidence.BINDING) for r in reasons):
+            reorder = _forward_order(ctx, ec)
+            if reorder:
+                before += reorder
+                reasons = [r for r in reasons if not r.startswith(evidence.BINDING)]
         if reasons:  # plain torch cannot do what the shim did for one of its models
             return _via_compat(ctx, ec, reasons, verdict)
     train = ("", "")
@@ -397,6 +467,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
             return _via_compat(ctx, ec, problems, verdict)
     if site is not None and (route.dynamo or not any(c != "ONX001" for c, _ in pins)):
         route.undecided = _too_few(ctx, ec, site)
+        if route.undecided and before:  # too few records to write the steps for every caller
+            return _via_compat(ctx, ec, kept_shim, verdict)
         if route.undecided:
             return route
     edits = [Edit("add", ec.key, ("dynamo", str(route.dynamo)))]
@@ -404,6 +476,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         edits += capture
         route.generated = draft_plan.entries(ctx.path, ec.node.lineno)
         route.made.append("draft_export")
+    if before and route.dynamo:
+        edits += before
     if route.dynamo and translations is not None:
         if "custom_translation_table" in ec.options or ec.star_kwargs:
             why = "custom symbolics in this file, and the call passes its own translation table"
