@@ -255,8 +255,18 @@ def test_rnn_with_a_dynamic_sequence_axis_runs_at_other_lengths(kind, route):
     options = {"input_names": ["x"], "dynamic_axes": {"x": {seq: "seq"}}}
     case = Case(f"rnn {kind}", model, (x,), options)
     legacy_model = _legacy(case)
-    onnx_model, outcome = _compat(case, route)
-    assert outcome.route == "dynamo", outcome.fallback_reason
+    if kind in ("lstm", "gru") and not _torch_loops(kind):
+        # torch 2.9 to 2.12: no while_loop body for it, the route refuses naming that torch gap
+        if route == "dynamo":
+            with pytest.raises(compat.ExportFailed, match=f"no while_loop decomposition of aten::{kind}"):
+                _compat(case, route)
+            return
+        onnx_model, outcome = _compat(case, route)
+        assert outcome.route == "legacy"
+        assert f"no while_loop decomposition of aten::{kind}" in outcome.fallback_reason
+    else:
+        onnx_model, outcome = _compat(case, route)
+        assert outcome.route == "dynamo", outcome.fallback_reason
     assert [(t, r) for _, t, r in interface(onnx_model)["inputs"]] == \
         [(t, r) for _, t, r in interface(legacy_model)["inputs"]]
     for length in (7, 10, 3):
@@ -269,6 +279,14 @@ def test_rnn_with_a_dynamic_sequence_axis_runs_at_other_lengths(kind, route):
         for g, w, e in zip(got, want, eager):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def _torch_loops(kind: str) -> bool:
+    """torch keeps an LSTM/GRU looping over a dynamic sequence (its own while_loop body, 2.13+)."""
+    from dynamo import torch_internals
+
+    return torch_internals.torch_patches_rnn_decompositions() or \
+        getattr(torch.ops.aten, kind).input in torch_internals.rnn_while_loop_impls()
 
 
 class HannAdd(nn.Module):
