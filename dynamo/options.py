@@ -198,7 +198,7 @@ def _rnn_loops(out: Plan) -> None:
     """With a dynamic axis, RNNs loop over the sequence in the graph (``rnn_decompositions``):
     LSTM and GRU on a torch whose ONNX exporter does not do so in its decomposition step itself
     (2.15's patch covers only those two), Elman RNNs on every torch. An LSTM or GRU traced with a
-    dynamic sequence on a torch without torch's own loop for it (before 2.11) is refused there."""
+    dynamic sequence on a torch without torch's own loop for it (before 2.13 for LSTM, 2.11 for GRU) is refused there."""
     from . import rnn_decompositions, torch_internals
 
     if out.export_kwargs.get("dynamic_shapes"):
@@ -289,7 +289,7 @@ def _rnn_weights_read_live(req: ExportRequest, out: Plan) -> None:
 
 
 def _lstm_decomposed(req: ExportRequest, out: Plan) -> None:
-    """Without dynamic shapes, on a torch without a while_loop body for LSTM (before 2.11), an
+    """Without dynamic shapes, on a torch without a while_loop body for LSTM that torch cannot export as an ONNX LSTM node (before 2.13), an
     LSTM is decomposed at capture into its cells (torch's ONNX LSTM node is wrong there),
     recorded when one was. With dynamic shapes ``_rnn_loops`` registers the same kernel."""
     import torch

@@ -57,7 +57,7 @@ def while_loop_decompositions(elman_only: bool = False, uses: Uses | None = None
         impls.update(loops)
         for name in ("lstm", "gru"):
             op = getattr(aten, name).input
-            if op not in loops:
+            if dynamic_sequence_gap(name) is not None:
                 impls[op] = _refused_on_a_dynamic_sequence(op, name)
     if uses is not None:
         impls = {op: uses.wrap(impl) for op, impl in impls.items()}
@@ -68,12 +68,29 @@ def while_loop_decompositions(elman_only: bool = False, uses: Uses | None = None
 
 
 #: the part of NO_LOOP the route's failure reason quotes (``route.classify``)
-NO_LOOP_REASON = r"torch [\w.+]+ has no while_loop decomposition of aten::\w+"
-#: why an LSTM/GRU with a dynamic sequence fails on a torch without torch's while_loop body for it
-NO_LOOP = ("torch {version} has no while_loop decomposition of aten::{name} (torch.export._patches, "
-           "torch 2.11 and later): its ONNX conversion bakes the example's sequence length (GRU) or "
-           "writes an LSTM node that fails ONNX shape inference, so the dynamic sequence axis cannot "
-           "stay dynamic on the torch.export route; use route='legacy' (dynamo=False) or route='auto'")
+NO_LOOP_REASON = r"torch [\w.+]+ cannot keep aten::\w+ looping over a dynamic sequence \([^)]*\)"
+#: why an LSTM/GRU with a dynamic sequence fails on torch 2.9 to 2.12
+NO_LOOP = ("torch {version} cannot keep aten::{name} looping over a dynamic sequence ({why}): its "
+           "ONNX model would bake the example's sequence length or fail ONNX shape inference, so "
+           "the dynamic sequence axis cannot stay dynamic on the torch.export route; use "
+           "route='legacy' (dynamo=False) or route='auto'")
+
+
+def dynamic_sequence_gap(name: str) -> str | None:
+    """Why this torch cannot export ``aten::<name>`` (lstm, gru) over a dynamic sequence on the
+    torch.export route, None where it can: no while_loop body for it (torch 2.9, 2.10), or,
+    for LSTM, an ONNX LSTM node that fails shape inference (torch 2.9 to 2.12)."""
+    import torch
+
+    from compat.installed import torch_caps
+
+    if torch_internals.torch_patches_rnn_decompositions():
+        return None
+    if getattr(torch.ops.aten, name).input not in torch_internals.rnn_while_loop_impls():
+        return f"no while_loop decomposition of aten::{name}"
+    if name == "lstm" and torch_caps.onnx_lstm_node_misshaped():
+        return "its ONNX LSTM node fails shape inference"
+    return None
 
 
 def _refused_on_a_dynamic_sequence(op: Any, name: str, uses: Uses | None = None) -> Any:
@@ -91,7 +108,8 @@ def _refused_on_a_dynamic_sequence(op: Any, name: str, uses: Uses | None = None)
         batch_first = bool(args[-1]) if args and isinstance(args[-1], bool) else False
         if input.dim() == 3 and isinstance(input.shape[1 if batch_first else 0], torch.SymInt) \
                 and not input.shape[1 if batch_first else 0].node.expr.is_number:
-            raise CompatValueError(NO_LOOP.format(version=torch_caps.torch_version_str(), name=name))
+            raise CompatValueError(NO_LOOP.format(version=torch_caps.torch_version_str(), name=name,
+                                                  why=dynamic_sequence_gap(name)))
         if uses is not None:
             uses.count += 1
         return op._op_dk(key, input, *args, **kwargs)
@@ -260,17 +278,14 @@ def flat_weights_read_live(uses: Uses) -> Iterator[None]:
 
 
 #: the ledger's translation when an LSTM was decomposed by torch's composite kernel
-UNROLLED_ACTION = ("LSTM layers decomposed into their cell operations (torch 2.9 and 2.10's ONNX LSTM "
+UNROLLED_ACTION = ("LSTM layers decomposed into their cell operations (torch 2.9 to 2.12's ONNX LSTM "
                    "node fails ONNX shape inference: 'Inferred shape and existing shape differ in rank')")
 
 
 def lstm_missing_loop() -> bool:
-    """torch has neither a while_loop body for ``aten::lstm`` nor its own RNN patch (before
-    2.11): its ONNX LSTM node is also wrong, so the shim decomposes LSTMs itself."""
-    import torch
-
-    return not torch_internals.torch_patches_rnn_decompositions() and \
-        torch.ops.aten.lstm.input not in torch_internals.rnn_while_loop_impls()
+    """torch cannot export an LSTM as its ONNX LSTM node (``dynamic_sequence_gap``: torch 2.9 to
+    2.12), so the shim decomposes LSTMs into their cells itself."""
+    return dynamic_sequence_gap("lstm") is not None
 
 
 @contextlib.contextmanager

@@ -197,6 +197,14 @@ def export_refuses_tensor_attribute_assignment() -> bool:
     return False
 
 
+def onnx_lstm_node_misshaped() -> bool:
+    """torch's ONNX translation of ``aten::lstm`` writes an LSTM node whose output shape fails
+    ONNX shape inference ("Inferred shape and existing shape differ in rank: (3) vs (4)"):
+    measured on 2.9.1, 2.10.0, 2.11.0 and 2.12.1, not on 2.13.0 to 2.15.0. A version decision:
+    probing it needs a whole export."""
+    return has_dynamo_exporter() and not at_least("2.13")
+
+
 def lacks_decomposition(op_name: str) -> bool:
     """torch has no decomposition for ``aten.<op_name>`` (``hann_window.periodic`` before
     2.12: the torch.export route then has no ONNX translation for it)."""

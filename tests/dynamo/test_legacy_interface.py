@@ -256,14 +256,14 @@ def test_rnn_with_a_dynamic_sequence_axis_runs_at_other_lengths(kind, route):
     case = Case(f"rnn {kind}", model, (x,), options)
     legacy_model = _legacy(case)
     if kind in ("lstm", "gru") and not _torch_loops(kind):
-        # torch 2.9 to 2.12: no while_loop body for it, the route refuses naming that torch gap
+        # torch 2.9 to 2.12 (LSTM), 2.9 to 2.10 (GRU): the route refuses naming the torch gap
         if route == "dynamo":
-            with pytest.raises(compat.ExportFailed, match=f"no while_loop decomposition of aten::{kind}"):
+            with pytest.raises(compat.ExportFailed, match=f"cannot keep aten::{kind} looping over a dynamic"):
                 _compat(case, route)
             return
         onnx_model, outcome = _compat(case, route)
         assert outcome.route == "legacy"
-        assert f"no while_loop decomposition of aten::{kind}" in outcome.fallback_reason
+        assert f"cannot keep aten::{kind} looping over a dynamic sequence" in outcome.fallback_reason
     else:
         onnx_model, outcome = _compat(case, route)
         assert outcome.route == "dynamo", outcome.fallback_reason
@@ -282,11 +282,10 @@ def test_rnn_with_a_dynamic_sequence_axis_runs_at_other_lengths(kind, route):
 
 
 def _torch_loops(kind: str) -> bool:
-    """torch keeps an LSTM/GRU looping over a dynamic sequence (its own while_loop body, 2.13+)."""
-    from dynamo import torch_internals
+    """torch keeps an LSTM/GRU looping over a dynamic sequence on the torch.export route."""
+    from dynamo import rnn_decompositions
 
-    return torch_internals.torch_patches_rnn_decompositions() or \
-        getattr(torch.ops.aten, kind).input in torch_internals.rnn_while_loop_impls()
+    return rnn_decompositions.dynamic_sequence_gap(kind) is None
 
 
 class HannAdd(nn.Module):
