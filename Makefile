@@ -3,7 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install symbolic-sources demo test test-slow test-no-torchscript bench bench-migration-ends bench-venv lint clean matrix matrix-venv dist
+.PHONY: install symbolic-sources demo test test-slow test-no-torchscript bench bench-migration-ends bench-venv lint clean matrix matrix-venv matrix-all dist
 
 $(STAMP): pyproject.toml requirements-pinned.txt
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -82,6 +82,15 @@ matrix-venv: $(MATRIX_VENV)/.installed
 
 matrix: $(MATRIX_VENV)/.installed
 	$(MATRIX_PY) -m pytest $(MATRIX_ARGS)
+
+# Every release of the README's version table, one after the other (one install at a time: each
+# CUDA venv is about 7 GB; MATRIX_CLEAN=1 removes each venv after its run).
+MATRIX_TORCHES ?= 2.9.1 2.10.0 2.11.0 2.12.1 2.13.0 2.14.1 2.15.0
+matrix-all:
+	for t in $(MATRIX_TORCHES); do \
+	  $(MAKE) matrix TORCH=$$t || exit 1; \
+	  if [ "$(MATRIX_CLEAN)" = 1 ]; then rm -rf $(VENV)-torch$$t; fi; \
+	done
 
 # The venv benchmarks/bench_architectures.py measures in (torchvision and timm do not import with
 # the pinned CPU torch): the matrix venv of BENCH_TORCH plus the model libraries, pinned, with

@@ -61,8 +61,15 @@ SHIM_ONLY_TRANSLATIONS: tuple[tuple[str, str, str], ...] = (
     ("model", "captured under torch.no_grad()",
      "the shim captured the model without autograd (plain torch's ONNX conversion fails with it on)"),
     ("model", "operator overloads re-matched by schema",
-     ("the shim re-matched operator overloads after type promotion (torch 2.9's ONNX conversion "
+     ("the shim re-matched operator overloads after type promotion (torch 2.9 to 2.12's ONNX conversion "
       "fails on a parameter times a Python scalar)")),
+    ("model", "RNN weights read from the module while exporting",
+     "the shim let RNNs read their weights live (torch 2.9's export fails on their re-flattening)"),
+    ("model", "LSTM layers decomposed into their cell operations",
+     "the shim decomposed LSTMs into their cells (torch 2.9 to 2.12's ONNX LSTM node fails shape inference)"),
+    ("model", "operators this torch cannot convert decomposed as later torches do",
+     ("the shim decomposed operators this torch has no decomposition for (aten.hann_window.periodic "
+      "before torch 2.12)")),
 )
 
 

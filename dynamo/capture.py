@@ -30,6 +30,15 @@ from . import draft_ops, torch_internals
 
 #: the only draft_export finding that is a bake (a guard specialised on the example's values)
 BAKED_KIND = "DATA_DEPENDENT_ERROR"
+#: torch's own functions that choose a fake tensor's memory format or a kernel: a guard they
+#: specialise picks strides or a backend, which an ONNX model has neither of (torch 2.9's conv
+#: meta function asks ``is_contiguous`` of an unbacked length, ``Eq(1, u0) | Eq(4*u0, 0) ->
+#: False``; 2.10's fake conv asks ``_select_conv_backend``, ``u0 + 2 < 3 -> False``), so no branch
+#: of the model is baked there
+LAYOUT_DECIDERS = frozenset({"pick_memory_format", "suggest_memory_format", "is_contiguous",
+                             "is_contiguous_or_false", "compute_contiguous"})
+#: calls in torch's source whose guards choose a layout or kernel (see LAYOUT_DECIDERS)
+KERNEL_CHOICES = ("is_contiguous(", "_select_conv_backend(")
 #: the ``classify`` reason (``dynamo/route.py``) that a draft capture answers
 DATA_DEPENDENT = "data-dependent control flow"
 
@@ -113,16 +122,37 @@ def baked_places(failures: list[tuple[str, dict[str, Any]]]) -> list[dict[str, A
     out: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     for kind, data in failures:
-        if kind != BAKED_KIND:
+        if kind != BAKED_KIND or _layout_decision(data.get("stack") or [], names):
             continue
         place = _place(data.get("user_stack") or [], names)
-        guard = f"{data.get('expr')} -> {data.get('result')}"
+        guard = f"{data.get('expr')} -> {_truth(data.get('expr'), data.get('result'))}"
         key = (place["file"], place["line"]) if place["file"] else (guard,)
         if key in seen:
             continue
         seen.add(key)
         out.append({**place, "guard": guard})
     return out
+
+
+def _layout_decision(stack: list[dict[str, Any]], names: dict[int, str]) -> bool:
+    """The guard was decided by torch's memory-format or kernel choice (the innermost torch frame)."""
+    frames = [f for f in stack if isinstance(f, dict)]
+    if not frames:
+        return False
+    inner = frames[-1]
+    source, file = str(inner.get("loc") or ""), names.get(inner.get("filename"), "")
+    return bool(file) and not is_model_source(file) and (
+        inner.get("name") in LAYOUT_DECIDERS or any(call in source for call in KERNEL_CHOICES))
+
+
+def _truth(expr: Any, result: Any) -> Any:
+    """A relation's result as True/False: torch 2.9 reports ``Eq(u0, 1) -> 1`` where later
+    torches say ``True``."""
+    text = str(expr or "")
+    relation = text.startswith(("Eq(", "Ne(")) or any(op in text for op in ("<", ">"))
+    if relation and str(result) in {"0", "1"}:
+        return str(result) == "1"
+    return result
 
 
 def _place(stack: list[dict[str, Any]], names: dict[int, str]) -> dict[str, Any]:

@@ -92,6 +92,9 @@ def plan(req: ExportRequest) -> Plan:
     _rnn_loops(out)
     _packed_sequences(req, out)
     _overloads_by_schema(out)
+    _rnn_weights_read_live(req, out)
+    _lstm_decomposed(req, out)
+    _missing_decompositions(out)
     _opset(req, out)
     _verbose(req, out)
     _operator_export_type(req, out)
@@ -195,7 +198,8 @@ def _torch_defaults(out: Plan) -> None:
 def _rnn_loops(out: Plan) -> None:
     """With a dynamic axis, RNNs loop over the sequence in the graph (``rnn_decompositions``):
     LSTM and GRU on a torch whose ONNX exporter does not do so in its decomposition step itself
-    (2.15's patch covers only those two), Elman RNNs on every torch."""
+    (2.15's patch covers only those two), Elman RNNs on every torch. An LSTM or GRU traced with a
+    dynamic sequence on a torch without torch's own loop for it (before 2.13 for LSTM, 2.11 for GRU) is refused there."""
     from . import rnn_decompositions, torch_internals
 
     if out.export_kwargs.get("dynamic_shapes"):
@@ -235,7 +239,7 @@ def _packed_sequences(req: ExportRequest, out: Plan) -> None:
 #: the ledger's translation when torch's type promotion needed the shim's overload matching
 #: (compat.catalog.SHIM_ONLY_TRANSLATIONS)
 OVERLOAD_OPTION = "model"
-OVERLOAD_ACTION = ("operator overloads re-matched by schema after type promotion (torch 2.9's pass "
+OVERLOAD_ACTION = ("operator overloads re-matched by schema after type promotion (torch 2.9 to 2.12's pass "
                    "fails on a parameter times a Python scalar: 'Expected same OpOverload packet, "
                    "got prim.device != aten.mul')")
 
@@ -255,6 +259,74 @@ def _overloads_by_schema(out: Plan) -> None:
     def record(program: Any) -> None:
         if uses.count:
             out.record(NO_CODE, OVERLOAD_OPTION, OVERLOAD_ACTION)
+
+    out.post_process.append(record)
+
+
+def _rnn_weights_read_live(req: ExportRequest, out: Plan) -> None:
+    """On a torch whose export refuses a forward's tensor-attribute assignment (``torch_caps``'
+    probe: 2.9), RNNs read their weights live instead of re-flattening them, recorded
+    when an RNN read them."""
+    import torch
+
+    from compat.installed import torch_caps
+
+    from . import rnn_decompositions
+
+    model = out.model if out.model is not None else req.model
+    if not isinstance(model, torch.nn.Module) or not any(
+            isinstance(m, torch.nn.RNNBase) for m in model.modules()):
+        return
+    if not torch_caps.export_refuses_tensor_attribute_assignment():
+        return
+    uses = rnn_decompositions.Uses()
+    out.contexts.append(functools.partial(rnn_decompositions.flat_weights_read_live, uses))
+
+    def record(program: Any) -> None:
+        if uses.count:
+            out.record(NO_CODE, rnn_decompositions.WEIGHTS_OPTION, rnn_decompositions.WEIGHTS_ACTION)
+
+    out.post_process.append(record)
+
+
+def _lstm_decomposed(req: ExportRequest, out: Plan) -> None:
+    """Without dynamic shapes, on a torch without a while_loop body for LSTM that torch cannot export as an ONNX LSTM node (before 2.13), an
+    LSTM is decomposed at capture into its cells (torch's ONNX LSTM node is wrong there),
+    recorded when one was. With dynamic shapes ``_rnn_loops`` registers the same kernel."""
+    import torch
+
+    from . import rnn_decompositions
+
+    model = out.model if out.model is not None else req.model
+    if out.export_kwargs.get("dynamic_shapes") or not isinstance(model, torch.nn.Module) or not any(
+            isinstance(m, torch.nn.LSTM) for m in model.modules()):
+        return
+    if not rnn_decompositions.lstm_missing_loop():
+        return
+    uses = rnn_decompositions.Uses()
+    out.contexts.append(functools.partial(rnn_decompositions.lstm_decomposed, uses))
+
+    def record(program: Any) -> None:
+        if uses.count:
+            out.record(NO_CODE, rnn_decompositions.WEIGHTS_OPTION, rnn_decompositions.UNROLLED_ACTION)
+
+    out.post_process.append(record)
+
+
+def _missing_decompositions(out: Plan) -> None:
+    """Decompositions this torch lacks and later torches have (``missing_decompositions``),
+    registered while the export runs, recorded when one ran."""
+    from . import missing_decompositions, rnn_decompositions
+
+    names = missing_decompositions.missing()
+    if not names:
+        return
+    uses = rnn_decompositions.Uses()
+    out.contexts.append(functools.partial(missing_decompositions.registered, names, uses))
+
+    def record(program: Any) -> None:
+        if uses.count:
+            out.record(NO_CODE, missing_decompositions.OPTION, missing_decompositions.ACTION)
 
     out.post_process.append(record)
 

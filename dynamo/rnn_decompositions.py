@@ -53,13 +53,68 @@ def while_loop_decompositions(elman_only: bool = False, uses: Uses | None = None
     aten = torch.ops.aten
     impls = {aten.rnn_tanh.input: _elman(torch.tanh), aten.rnn_relu.input: _elman(torch.relu)}
     if not elman_only:
-        impls.update(torch_internals.rnn_while_loop_impls())
+        loops = torch_internals.rnn_while_loop_impls()
+        impls.update(loops)
+        for name in ("lstm", "gru"):
+            op = getattr(aten, name).input
+            if dynamic_sequence_gap(name) is not None:
+                impls[op] = _refused_on_a_dynamic_sequence(op, name)
     if uses is not None:
         impls = {op: uses.wrap(impl) for op, impl in impls.items()}
     with contextlib.ExitStack() as stack:
         for op, impl in impls.items():
             stack.enter_context(torch_internals.decomposition_kernel(op, impl))
         yield
+
+
+#: the part of NO_LOOP the route's failure reason quotes (``route.classify``)
+NO_LOOP_REASON = r"torch [\w.+]+ cannot keep aten::\w+ looping over a dynamic sequence \([^)]*\)"
+#: why an LSTM/GRU with a dynamic sequence fails on torch 2.9 to 2.12
+NO_LOOP = ("torch {version} cannot keep aten::{name} looping over a dynamic sequence ({why}): its "
+           "ONNX model would bake the example's sequence length or fail ONNX shape inference, so "
+           "the dynamic sequence axis cannot stay dynamic on the torch.export route; use "
+           "route='legacy' (dynamo=False) or route='auto'")
+
+
+def dynamic_sequence_gap(name: str) -> str | None:
+    """Why this torch cannot export ``aten::<name>`` (lstm, gru) over a dynamic sequence on the
+    torch.export route, None where it can: no while_loop body for it (torch 2.9, 2.10), or,
+    for LSTM, an ONNX LSTM node that fails shape inference (torch 2.9 to 2.12)."""
+    import torch
+
+    from compat.installed import torch_caps
+
+    if torch_internals.torch_patches_rnn_decompositions():
+        return None
+    if getattr(torch.ops.aten, name).input not in torch_internals.rnn_while_loop_impls():
+        return f"no while_loop decomposition of aten::{name}"
+    if name == "lstm" and torch_caps.onnx_lstm_node_misshaped():
+        return "its ONNX LSTM node fails shape inference"
+    return None
+
+
+def _refused_on_a_dynamic_sequence(op: Any, name: str, uses: Uses | None = None) -> Any:
+    """``op`` decomposed by torch's own composite kernel (one step per sequence element), but
+    refused (CompatValueError naming the torch gap) when its input's sequence axis is symbolic:
+    torch 2.9 and 2.10 would bake it."""
+    import torch
+
+    from compat.errors import CompatValueError
+    from compat.installed import torch_caps
+
+    key = torch_internals.composite_implicit_key()
+
+    def kernel(input: Any, *args: Any, **kwargs: Any) -> Any:
+        batch_first = bool(args[-1]) if args and isinstance(args[-1], bool) else False
+        if input.dim() == 3 and isinstance(input.shape[1 if batch_first else 0], torch.SymInt) \
+                and not input.shape[1 if batch_first else 0].node.expr.is_number:
+            raise CompatValueError(NO_LOOP.format(version=torch_caps.torch_version_str(), name=name,
+                                                  why=dynamic_sequence_gap(name)))
+        if uses is not None:
+            uses.count += 1
+        return op._op_dk(key, input, *args, **kwargs)
+
+    return kernel
 
 
 def translation_table() -> dict[Any, Any]:
@@ -185,3 +240,59 @@ def _elman_layer(inp: Any, hidden: Any, params: Any, has_biases: bool, nonlinear
     start = torch.zeros((), dtype=torch.int64, device=steps.device)
     _, out, last = while_loop(cond, body, [start, out, hidden])
     return (out.flip(0) if reverse else out), last
+
+
+#: the RNN attribute torch 2.9's export refuses to see reassigned
+FLAT_WEIGHTS = "_flat_weights"
+WEIGHTS_OPTION = "model"
+WEIGHTS_ACTION = ("RNN weights read from the module while exporting (torch 2.9's export fails "
+                  "on the RNN re-flattening them: 'self._flat_weights[0] ... were assigned during export')")
+
+
+@contextlib.contextmanager
+def flat_weights_read_live(uses: Uses) -> Iterator[None]:
+    """While open, an RNN's ``_flat_weights`` is read from its current parameters and its
+    re-flattening assigns nothing (a property on ``nn.RNNBase``; the module's ``__dict__`` is not
+    touched): torch.export swaps the parameters for its own, so the forward re-flattens them, and
+    torch 2.9 refuses that assignment (``torch_caps.export_refuses_tensor_attribute_assignment``).
+    Reading them live is what the re-flattening computes."""
+    import torch
+
+    base = torch.nn.RNNBase
+    if FLAT_WEIGHTS in vars(base):
+        yield
+        return
+
+    def read(self: Any) -> list[Any]:
+        uses.count += 1
+        return [getattr(self, name) if hasattr(self, name) else None for name in self._flat_weights_names]
+
+    def assign(self: Any, value: Any) -> None:
+        pass  # the list is rebuilt on each read
+
+    setattr(base, FLAT_WEIGHTS, property(read, assign))
+    try:
+        yield
+    finally:
+        delattr(base, FLAT_WEIGHTS)
+
+
+#: the ledger's translation when an LSTM was decomposed by torch's composite kernel
+UNROLLED_ACTION = ("LSTM layers decomposed into their cell operations (torch 2.9 to 2.12's ONNX LSTM "
+                   "node fails ONNX shape inference: 'Inferred shape and existing shape differ in rank')")
+
+
+def lstm_missing_loop() -> bool:
+    """torch cannot export an LSTM as its ONNX LSTM node (``dynamic_sequence_gap``: torch 2.9 to
+    2.12), so the shim decomposes LSTMs into their cells itself."""
+    return dynamic_sequence_gap("lstm") is not None
+
+
+@contextlib.contextmanager
+def lstm_decomposed(uses: Uses) -> Iterator[None]:
+    """While open, ``aten::lstm`` decomposes at capture (refused on a dynamic sequence)."""
+    import torch
+
+    op = torch.ops.aten.lstm.input
+    with torch_internals.decomposition_kernel(op, _refused_on_a_dynamic_sequence(op, "lstm", uses)):
+        yield

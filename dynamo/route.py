@@ -139,6 +139,11 @@ def _post_process(program: Any, fixes: tuple[Any, ...]) -> OpsetNotReached | Non
 def classify(exc: BaseException) -> str:
     """A short, stable class of why torch.export failed (ledger reports group by it)."""
     text = f"{type(exc).__name__}: {exc}"
+    from .rnn_decompositions import NO_LOOP_REASON
+
+    gap = re.search(NO_LOOP_REASON, text)
+    if gap:  # a torch bug the shim refused by name: the reason names it
+        return f"torch bug: {gap.group(0)}"
     for needle, reason in (
         ("GuardOnDataDependentSymNode", "data-dependent control flow"),
         ("data-dependent", "data-dependent control flow"),

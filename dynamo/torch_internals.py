@@ -310,6 +310,11 @@ def while_loop() -> Callable[..., Any]:
     return _need("torch._higher_order_ops.while_loop", "while_loop")
 
 
+def composite_implicit_key() -> Any:
+    """The dispatch key of an op's composite (decomposing) kernel."""
+    return _need("torch._C", "DispatchKey.CompositeImplicitAutograd")
+
+
 @contextlib.contextmanager
 def decomposition_kernel(op: Any, impl: Callable[..., Any]) -> Iterator[None]:
     """``impl`` as ``op``'s decomposition (the post-autograd table, which the exporter's

@@ -86,10 +86,38 @@ def _type_promotion_fault() -> bool:
     return torch_caps.type_promotion_misfinds_overloads()
 
 
-#: recorded only on a torch with that fault (torch 2.9): skipped elsewhere, with the reason
+class Hann(nn.Module):
+    def forward(self, x):
+        return x * torch.hann_window(x.shape[-1], periodic=True, dtype=torch.float)
+
+
+def _refuses_assignment() -> bool:
+    from compat.installed import torch_caps
+
+    return torch_caps.export_refuses_tensor_attribute_assignment()
+
+
+def _lstm_missing_loop() -> bool:
+    from dynamo import rnn_decompositions
+
+    return rnn_decompositions.lstm_missing_loop()
+
+
+def _lacks_hann() -> bool:
+    from compat.installed import torch_caps
+
+    return torch_caps.lacks_decomposition("hann_window.periodic")
+
+
+#: recorded only on a torch with that fault (torch 2.9 to 2.12): skipped elsewhere, with the reason
 FAULT_CASES = {
     "overloads re-matched by schema": (ParameterTimesScalar, (torch.randn(2, 3),), {},
                                        "re-matched operator overloads", _type_promotion_fault),
+    "rnn weights read live": (lambda: nn.GRU(4, 5), (torch.randn(6, 2, 4),), {},
+                              "read their weights live", _refuses_assignment),
+    "lstm decomposed": (lambda: nn.LSTM(4, 5), (torch.randn(6, 2, 4),), {},
+                        "decomposed LSTMs into their cells", _lstm_missing_loop),
+    "hann_window decomposed": (Hann, (torch.randn(2, 8),), {}, "hann_window.periodic", _lacks_hann),
 }
 
 
