@@ -54,5 +54,6 @@ def registered(names: list[str], uses: Any) -> Iterator[None]:
         for name in names:
             packet, _, overload = name.partition(".")
             op = getattr(getattr(torch.ops.aten, packet), overload)
-            stack.enter_context(torch_internals.decomposition_kernel(op, uses.wrap(impls[name])))
+            stack.enter_context(torch_internals.decomposition_kernel(
+                op, uses.wrap(impls[name]), at_capture=False))
         yield

@@ -316,10 +316,14 @@ def composite_implicit_key() -> Any:
 
 
 @contextlib.contextmanager
-def decomposition_kernel(op: Any, impl: Callable[..., Any]) -> Iterator[None]:
+def decomposition_kernel(op: Any, impl: Callable[..., Any], *, at_capture: bool = True
+                         ) -> Iterator[None]:
     """``impl`` as ``op``'s decomposition (the post-autograd table, which the exporter's
-    decomposition step reads) and CompositeImplicitAutograd kernel (what capture runs) while the
-    block runs; both restored after."""
+    decomposition step reads) and, ``at_capture``, CompositeImplicitAutograd kernel (what capture
+    runs) while the block runs; both restored after. Without ``at_capture`` the op stays one
+    node through capture: a CompositeImplicitAutograd kernel added to an op that had none makes
+    torch 2.9's ``default_decompositions`` assert ("This should be a custom op") on every export
+    made while it is there."""
     table = _need("torch._decomp", "global_decomposition_table")["post_autograd"]
     key = _need("torch._C", "DispatchKey.CompositeImplicitAutograd")
     kernels = getattr(op, "py_kernels", None)
@@ -328,12 +332,15 @@ def decomposition_kernel(op: Any, impl: Callable[..., Any]) -> Iterator[None]:
     missing = object()
     saved = table.get(op, missing), kernels.get(key, missing)
     table[op] = impl
-    kernels[key] = impl
+    if at_capture:
+        kernels[key] = impl
     _clear_dispatch_cache(op)
     try:
         yield
     finally:
         for mapping, k, old in ((table, op, saved[0]), (kernels, key, saved[1])):
+            if mapping is kernels and not at_capture:
+                continue
             if old is missing:
                 mapping.pop(k, None)
             else:
