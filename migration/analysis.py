@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from compat import catalog_facts as facts
-from compat.catalog import DYNAMO_KEYWORD_SINCE
+from compat.torch_apis import DYNAMO_KEYWORD_SINCE
 
 from .astwalk import Visitor, child_nodes, walk
 from .model import Applicability, Edit, Finding, Key

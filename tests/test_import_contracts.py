@@ -37,6 +37,7 @@ MIGRATION_MAY_IMPORT = frozenset({
     "compat.files",
     "compat.policy.config",
     "compat.symbolic_ops",  # what g.op(...) means: the symbolic-to-onnxscript translation reads it
+    "compat.torch_apis",  # which torch has each API a fix writes (--target-torch)
 })
 
 #: the modules that import the project's own modules by a string, and why

@@ -13,8 +13,9 @@ import os
 import textwrap
 
 from compat import catalog_facts as facts
-from compat.catalog import DYNAMO_KEYWORD_SINCE, DYNAMO_MIN_OPSET, HF_CACHE_REGISTRATION
+from compat.catalog import DYNAMO_MIN_OPSET, HF_CACHE_REGISTRATION
 from compat.catalog_facts import OPTION_CODES
+from compat.torch_apis import DYNAMO_KEYWORD_SINCE
 
 from .. import draft_plan, evidence, generated, pins, symbolic_plan, train_mode
 from ..analysis import Context, ExportCall, literal, option_value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-from compat.catalog import DYNAMO_KEYWORD_SINCE
+from compat.torch_apis import DYNAMO_KEYWORD_SINCE
 
 from ..analysis import Context, literal
 from ..registry import register
