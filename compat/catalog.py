@@ -549,8 +549,8 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
 SHORT_FIXES: dict[str, str] = {
     "ONX001": "pass dynamo=True (or dynamo=False where the model needs the TorchScript exporter)",
     "ONX101": "use dynamic_shapes= keyed by forward() parameter names, axis names kept",
-    "ONX102": ("EVAL: call model.eval() first; TRAINING: batch-statistics translations "
-               "in train mode, or dynamo=False"),
+    "ONX102": ("EVAL: call model.eval() first; TRAINING: model.train() won't do; "
+               "batch-statistics translations, or dynamo=False"),
     "ONX103": "drop it; custom_translation_table= for ops without an ONNX translation",
     "ONX104": "drop True; pass optimize=False for False (with dynamo=True)",
     "ONX105": "use custom_translation_table= with onnxscript functions, or keep dynamo=False",

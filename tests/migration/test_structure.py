@@ -16,7 +16,8 @@ from migration.rules import FAMILIES, RULES
 PACKAGE = Path(__file__).resolve().parents[2] / "migration"
 #: the torch-free modules of compat the rewriter may import
 COMPAT_ALLOWED = {"compat", "compat.catalog", "compat.catalog_facts", "compat.commands",
-                  "compat.errors", "compat.policy.config", "compat.files"}
+                  "compat.errors", "compat.policy.config", "compat.files", "compat.symbolic_ops",
+                  "compat.torch_apis"}
 
 
 def _module(path: Path) -> str:
