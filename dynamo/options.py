@@ -249,18 +249,12 @@ def _overloads_by_schema(out: Plan) -> None:
     overload is matched by schema as later torches do (``torch_internals``), recorded when used."""
     from compat.installed import torch_caps
 
-    from . import rnn_decompositions, torch_internals
+    from . import torch_internals
 
     if not torch_caps.type_promotion_misfinds_overloads():
         return
-    uses = rnn_decompositions.Uses()
-    out.contexts.append(functools.partial(torch_internals.overloads_matched_by_schema, uses))
-
-    def record(program: Any) -> None:
-        if uses.count:
-            out.record(NO_CODE, OVERLOAD_OPTION, OVERLOAD_ACTION)
-
-    out.post_process.append(record)
+    _recorded_when_used(out, torch_internals.overloads_matched_by_schema, OVERLOAD_OPTION,
+                        OVERLOAD_ACTION)
 
 
 def _rnn_weights_read_live(req: ExportRequest, out: Plan) -> None:
@@ -279,14 +273,8 @@ def _rnn_weights_read_live(req: ExportRequest, out: Plan) -> None:
         return
     if not torch_caps.export_refuses_tensor_attribute_assignment():
         return
-    uses = rnn_decompositions.Uses()
-    out.contexts.append(functools.partial(rnn_decompositions.flat_weights_read_live, uses))
-
-    def record(program: Any) -> None:
-        if uses.count:
-            out.record(NO_CODE, rnn_decompositions.WEIGHTS_OPTION, rnn_decompositions.WEIGHTS_ACTION)
-
-    out.post_process.append(record)
+    _recorded_when_used(out, rnn_decompositions.flat_weights_read_live,
+                        rnn_decompositions.WEIGHTS_OPTION, rnn_decompositions.WEIGHTS_ACTION)
 
 
 def _lstm_decomposed(req: ExportRequest, out: Plan) -> None:
@@ -303,30 +291,33 @@ def _lstm_decomposed(req: ExportRequest, out: Plan) -> None:
         return
     if not rnn_decompositions.lstm_missing_loop():
         return
-    uses = rnn_decompositions.Uses()
-    out.contexts.append(functools.partial(rnn_decompositions.lstm_decomposed, uses))
-
-    def record(program: Any) -> None:
-        if uses.count:
-            out.record(NO_CODE, rnn_decompositions.WEIGHTS_OPTION, rnn_decompositions.UNROLLED_ACTION)
-
-    out.post_process.append(record)
+    _recorded_when_used(out, rnn_decompositions.lstm_decomposed,
+                        rnn_decompositions.WEIGHTS_OPTION, rnn_decompositions.UNROLLED_ACTION)
 
 
 def _missing_decompositions(out: Plan) -> None:
     """Decompositions this torch lacks and later torches have (``missing_decompositions``),
     registered while the export runs, recorded when one ran."""
-    from . import missing_decompositions, rnn_decompositions
+    from . import missing_decompositions
 
     names = missing_decompositions.missing()
     if not names:
         return
+    _recorded_when_used(out, functools.partial(missing_decompositions.registered, names),
+                        missing_decompositions.OPTION, missing_decompositions.ACTION)
+
+
+def _recorded_when_used(out: Plan, context: Any, option: str, action: str) -> None:
+    """``context(uses)`` open while the export runs; the ledger records ``option``/``action``
+    when it counted a use."""
+    from . import rnn_decompositions
+
     uses = rnn_decompositions.Uses()
-    out.contexts.append(functools.partial(missing_decompositions.registered, names, uses))
+    out.contexts.append(functools.partial(context, uses))
 
     def record(program: Any) -> None:
         if uses.count:
-            out.record(NO_CODE, missing_decompositions.OPTION, missing_decompositions.ACTION)
+            out.record(NO_CODE, option, action)
 
     out.post_process.append(record)
 
