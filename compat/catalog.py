@@ -668,8 +668,13 @@ def values_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # python -m compat.catalog [ROOT]: (re)generate docs/rules/
-    import sys
+if __name__ == "__main__":
+    import argparse
 
-    for written in write_rule_pages(sys.argv[1] if len(sys.argv) > 1 else "."):
+    parser = argparse.ArgumentParser(
+        prog="python -m compat.catalog",
+        description="(Re)generate the rule pages, docs/rules/, from the catalog.")
+    parser.add_argument("root", nargs="?", default=".",
+                        help="the checkout to write docs/rules/ in (default: .)")
+    for written in write_rule_pages(parser.parse_args().root):
         print(written)

@@ -5,6 +5,9 @@ from the catalog (a test keeps the pages in sync)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from compat import catalog
@@ -59,3 +62,13 @@ def test_rule_pages_are_in_sync_with_the_catalog(tmp_path: Path) -> None:
     fresh = {Path(p).name: Path(p).read_text() for p in catalog.write_rule_pages(str(tmp_path))}
     kept = {p.name: p.read_text() for p in (ROOT / catalog.RULE_PAGES).glob("*.md")}
     assert kept == fresh, "docs/rules is stale: run `python -m compat.catalog`"
+
+
+def test_the_rule_page_generator_takes_help_as_a_flag_not_a_directory(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "compat.catalog", "--help"], check=False,
+                         cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("usage: python -m compat.catalog")
+    assert list(tmp_path.iterdir()) == []  # nothing written: no '--help/docs/rules'
