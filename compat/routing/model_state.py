@@ -231,7 +231,14 @@ def raw_restore(copies: list[_RawCopy]) -> None:
 
 
 def _changed(live: dict[str, Any], saved: dict[str, Any]) -> bool:
-    return live.keys() != saved.keys() or any(live[k] is not v for k, v in saved.items())
+    if not saved:
+        return bool(live)
+    if live.keys() != saved.keys():
+        return True
+    for k, v in saved.items():
+        if live[k] is not v:
+            return True
+    return False
 
 
 #: the snapshots ``preserved`` holds open on this thread (innermost last): a guard inside it copies
