@@ -124,7 +124,9 @@ def copy_on_write(model: Any) -> Iterator[None]:
 
 def _parameter_bytes(model: Any) -> float:
     snapshot = model_state.open_snapshot(model)
-    params = [s.tensor for s in snapshot.params] if snapshot is not None else model.parameters()
+    if snapshot is not None:
+        return snapshot.nbytes()[0]
+    params = model.parameters()
     try:
         return sum(p.numel() * p.element_size() for p in params)
     except (RuntimeError, ValueError):  # an uninitialized (lazy) parameter: the guard copies it

@@ -110,6 +110,19 @@ class _Snapshot:
         self.params = [_state(t, copy_params) for t in params.values()]
         self.buffers = [_state(t, copy_buffers) for i, t in buffers.items() if i not in params]
         self.tensors = self.params + self.buffers
+        self._nbytes: tuple[float, float] | None = None
+
+    def nbytes(self) -> tuple[float, float]:
+        """Bytes of the parameters, and of parameters and buffers (one pass, kept; inf when a
+        tensor has no size yet: an uninitialized lazy parameter)."""
+        if self._nbytes is None:
+            try:
+                params = sum(s.tensor.numel() * s.tensor.element_size() for s in self.params)
+                self._nbytes = (params, params + sum(s.tensor.numel() * s.tensor.element_size()
+                                                     for s in self.buffers))
+            except (RuntimeError, ValueError):
+                self._nbytes = (float("inf"), float("inf"))
+        return self._nbytes
 
     def restore(self) -> None:
         from compat.installed import torch_internals
