@@ -43,6 +43,7 @@ def atomic_write(
     as_new_file: bool = False,
     before_replace: Callable[[], None] | None = None,
     durable: bool = True,
+    resolved: bool = False,
 ) -> str:
     """Replace the file at ``path`` with ``data`` atomically; returns the path written.
 
@@ -56,13 +57,14 @@ def atomic_write(
     With ``as_new_file`` the name is replaced as if the file were new (a symlink there is replaced,
     not followed; umask mode, the writer's owner): for entries of a folder several users share.
     ``before_replace`` runs after the data is written, before it is moved into place.
-    On any failure the old file is untouched and no temp file is left behind.
+    ``resolved``: ``path`` is already absolute and free of symlinks (the caller's
+    ``os.path.realpath``), so it is not resolved again. On any failure the old file is untouched and no temp file is left behind.
     """
     st: os.stat_result | None = None
     if as_new_file:
         target = os.path.abspath(os.fspath(path))
     else:
-        target = os.path.realpath(os.fspath(path))
+        target = os.fspath(path) if resolved else os.path.realpath(os.fspath(path))
         with contextlib.suppress(FileNotFoundError):
             st = os.stat(target)
     folder, name = os.path.split(target)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 import shutil
@@ -129,9 +130,10 @@ def _state_bytes(model: Any) -> int:
     if not hasattr(model, "parameters"):
         return 0
     snapshot = model_state.open_snapshot(model)  # the tensors it found already: no second walk
-    tensors = [s.tensor for s in snapshot.tensors] if snapshot is not None else (*model.parameters(),
-                                                                                    *model.buffers())
-    return sum(t.numel() * t.element_size() for t in tensors)
+    total = snapshot.nbytes()[1] if snapshot is not None else math.inf
+    if total != math.inf:
+        return int(total)
+    return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
 
 
 def _options(req: ExportRequest, torch: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ MODULE_SLOTS: tuple[tuple[str, type], ...] = (
     ("_buffers", dict),
     ("_non_persistent_buffers_set", set),
 )
+_PARAMS, _BUFFERS, _NON_PERSISTENT = (name for name, _ in MODULE_SLOTS)
 
 
 def lookup(module: str, attr: str) -> Any:
@@ -58,6 +59,10 @@ def moved(what: str) -> TorchInternalsMoved:
 def module_slots(m: Any) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
     """The live ``_parameters``, ``_buffers`` and ``_non_persistent_buffers_set`` of module ``m``
     (the objects themselves: the snapshot restores them in place)."""
+    own = m.__dict__
+    params, buffers, non_persistent = own.get(_PARAMS), own.get(_BUFFERS), own.get(_NON_PERSISTENT)
+    if type(params) is dict and type(buffers) is dict and type(non_persistent) is set:
+        return params, buffers, non_persistent  # as every module of a torch that has not moved them
     slots = []
     for name, kind in MODULE_SLOTS:
         value = m.__dict__.get(name)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import secrets
@@ -194,7 +195,8 @@ def _write_model(data: bytes, pair: _Pair) -> None:
     replaced model used (that no other model uses)."""
     old_refs = _external_locations(pair.target) if pair.target_stat is not None else set()
     try:
-        files.atomic_write(pair.target, data, before_replace=lambda: _step("tmp-written"), durable=False)
+        files.atomic_write(pair.target, data, before_replace=lambda: _step("tmp-written"), durable=False,
+                           resolved=True)
         _remember_refs(pair.target, frozenset())
     except files.FolderNotWritable as exc:
         if pair.target_stat is None or not os.access(pair.target, os.W_OK):
@@ -493,15 +495,24 @@ def _remove_replaced(pair: _Pair, old_refs: set[str], keep: set[str]) -> None:
             os.unlink(pair.path(loc))
 
 
+@functools.lru_cache(maxsize=64)
+def _leftover_patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The hidden and the old versioned data file names of model file ``name``."""
+    return (re.compile(_HIDDEN_DATA.format(data=re.escape(name + ".data"))),
+            re.compile(_OLD_VERSIONED.format(name=re.escape(name))))
+
+
 def _leftovers(pair: _Pair) -> set[str]:
     """This shim's data files for ``pair.name`` that a killed save left: hidden ones of a process
     that is gone (or of this one: saves to the folder are serialised), and the versioned names
     earlier releases used, older than this process."""
-    hidden = re.compile(_HIDDEN_DATA.format(data=re.escape(pair.data)))
-    versioned = re.compile(_OLD_VERSIONED.format(name=re.escape(pair.name)))
+    hidden, versioned = _leftover_patterns(pair.name)
+    hidden_start, versioned_start = f".{pair.data}.compat-", f"{pair.name}."
     found: set[str] = set()
     with contextlib.suppress(OSError), os.scandir(pair.folder) as entries:
         for e in entries:
+            if not e.name.startswith((hidden_start, versioned_start)):
+                continue
             m = hidden.fullmatch(e.name)
             if m is None and not versioned.fullmatch(e.name):
                 continue

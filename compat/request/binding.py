@@ -10,6 +10,7 @@ keyword-only and ``**kwargs`` parameters. Imports nothing heavy (``import compat
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,11 +49,34 @@ def split_legacy_args(
     return tuple(args), (dict(kwargs) if kwargs else None)
 
 
+#: a method's function -> (its defaults, keyword defaults, code, the bound method's signature):
+#: working a signature out costs a third of a small model's normalize, on every call
+_SIGNATURES: dict[Any, tuple[Any, Any, Any, inspect.Signature]] = {}
+_SIGNATURES_LIMIT = 512
+
+
+def _signature(fn: Any) -> inspect.Signature:
+    """``inspect.signature(fn)``, remembered for a bound method (not a wrapper, nor one with its
+    own ``__signature__``) while its function's defaults and code stay the objects they were."""
+    func = fn.__func__ if isinstance(fn, types.MethodType) else None
+    if not isinstance(func, types.FunctionType) or hasattr(func, "__signature__") or hasattr(func, "__wrapped__"):
+        return inspect.signature(fn)
+    known = _SIGNATURES.get(func)
+    if known is not None and known[0] is func.__defaults__ and known[1] is func.__kwdefaults__ \
+            and known[2] is func.__code__:
+        return known[3]
+    sig = inspect.signature(fn)
+    if len(_SIGNATURES) >= _SIGNATURES_LIMIT:
+        _SIGNATURES.clear()
+    _SIGNATURES[func] = (func.__defaults__, func.__kwdefaults__, func.__code__, sig)
+    return sig
+
+
 def bind(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> tuple[Param, ...]:
     """forward()'s parameters bound to the call; ``CompatTypeError`` when it does not bind."""
     fn = getattr(model, "forward", model)
     try:
-        sig = inspect.signature(fn)
+        sig = _signature(fn)
         bound = sig.bind(*args, **(kwargs or {}))
     except (TypeError, ValueError) as exc:
         raise CompatTypeError(f"args/kwargs do not match {type(model).__name__}.forward(): {exc}") from exc

@@ -181,9 +181,19 @@ def _fileno(stream: Any) -> int | None:
         return None
 
 
+#: per thread: scratch files a finished capture emptied, for the next one (creating and closing
+#: two anonymous files cost a tenth of the shim's own work on a small export)
+_spare = threading.local()
+_SPARE_LIMIT = 4
+
+
 def _scratch_file(name: str) -> Any:
-    """An anonymous file for one descriptor's output: in memory where the system has
-    ``memfd_create`` (no file system work), else a temporary file."""
+    """An empty anonymous file for one descriptor's output: in memory where the system has
+    ``memfd_create`` (no file system work), else a temporary file; one this thread emptied
+    before if it has one."""
+    spare = getattr(_spare, "files", None)
+    if spare:
+        return spare.pop()
     if hasattr(os, "memfd_create"):
         with contextlib.suppress(OSError):
             return open(os.memfd_create(f"compat-{name}", os.MFD_CLOEXEC), "w+b")
@@ -206,6 +216,19 @@ def _c_fflush() -> Any:
 
 
 def _read(fh: Any) -> str:
-    with fh:
+    """What the scratch file ``fh`` holds; the file is then emptied and kept for this thread's
+    next capture (closed when that fails or enough are kept)."""
+    try:
         fh.seek(0)
-        return fh.read().decode("utf-8", "replace")
+        text = fh.read().decode("utf-8", "replace")
+        fh.seek(0)
+        fh.truncate()
+    except BaseException:
+        fh.close()
+        raise
+    spare = _spare.__dict__.setdefault("files", [])
+    if len(spare) < _SPARE_LIMIT:
+        spare.append(fh)
+    else:
+        fh.close()
+    return text

@@ -93,8 +93,10 @@ def copy_on_write(model: Any) -> Iterator[None]:
     if not isinstance(model, torch.nn.Module):
         yield
         return
-    if any(isinstance(m, torch.jit.ScriptModule) for m in model_state.modules(model)) \
-            or not torch_internals.has_tracer_name_lookup():
+    snapshot = model_state.open_snapshot(model)
+    scripted = snapshot.scripted if snapshot is not None else any(
+        isinstance(m, torch.jit.ScriptModule) for m in model_state.modules(model))
+    if scripted or not torch_internals.has_tracer_name_lookup():
         with model_state.values_preserved(model):  # code the mode does not see: copy it all
             yield
         return
@@ -122,7 +124,9 @@ def copy_on_write(model: Any) -> Iterator[None]:
 
 def _parameter_bytes(model: Any) -> float:
     snapshot = model_state.open_snapshot(model)
-    params = [s.tensor for s in snapshot.params] if snapshot is not None else model.parameters()
+    if snapshot is not None:
+        return snapshot.nbytes()[0]
+    params = model.parameters()
     try:
         return sum(p.numel() * p.element_size() for p in params)
     except (RuntimeError, ValueError):  # an uninitialized (lazy) parameter: the guard copies it

@@ -6,6 +6,7 @@ observers to call, and reads neither from the environment (``compat.api`` resolv
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -236,8 +237,10 @@ def _save(outcome: Outcome, req: ExportRequest) -> str | None:
 
 
 def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
-    with _LOCK, model_state.preserved(req.model, will_train=req.training == "TRAINING"), \
-            model_state.inputs_preserved(req.args, req.kwargs):
+    # only torch.export marks example inputs
+    marks = model_state.inputs_preserved(req.args, req.kwargs) if "dynamo" in route_plan.routes \
+        else contextlib.nullcontext()
+    with _LOCK, model_state.preserved(req.model, will_train=req.training == "TRAINING"), marks:
         for name in route_plan.routes:
             module = route_module(name)
             outcome = None

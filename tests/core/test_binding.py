@@ -97,6 +97,30 @@ def test_replace_keeps_the_binding_unless_the_inputs_change():
     assert [(n, v) for n, _, v in _bound(other)] == [("x", B)]
 
 
+def test_a_remembered_signature_follows_changed_defaults_and_a_replaced_forward():
+    """forward()'s signature is worked out once per function, and again when its defaults or
+    code change (a skipped positional parameter binds to the default of the moment)."""
+
+    class Defaults(torch.nn.Module):
+        def forward(self, x, extra=None, scale=None):
+            return x
+
+    model = Defaults()
+    first = normalize.normalize(model, (X,), None, kwargs={"scale": S})
+    assert [(n, v) for n, _, v in _bound(first)] == [("x", X), ("extra", None), ("scale", S)]
+    Defaults.forward.__defaults__ = ({"bias": B}, None)
+    again = normalize.normalize(model, (X,), None, kwargs={"scale": S})
+    assert [(n, v) for n, _, v in _bound(again)] == [("x", X), ("extra", {"bias": B}), ("scale", S)]
+
+    def renamed(self, y, scale=None):
+        return y
+
+    Defaults.forward.__code__ = renamed.__code__
+    Defaults.forward.__defaults__ = (None,)
+    third = normalize.normalize(model, (X,), None, kwargs={"scale": S})
+    assert [(n, v) for n, _, v in _bound(third)] == [("y", X), ("scale", S)]
+
+
 def test_a_call_forward_cannot_take_is_recorded_not_raised():
     req = normalize.normalize(Scaled(), (X,), None, kwargs={"nope": S})
     assert req.params is None

@@ -357,3 +357,51 @@ def test_a_large_model_is_watched(tmp_path, monkeypatch):
     model = Watches().eval()
     compat.export(model, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy")
     assert model.modes == [1]
+
+
+class _OwnParameter(torch.nn.Parameter):
+    pass
+
+
+class SharesStorage(torch.nn.Module):
+    """Parameters that are views of one flat storage, a tied weight, and a parameter of a
+    subclass (copied through torch, not as bytes); the forward writes behind autograd's back
+    (``.data``, numpy)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        flat = torch.randn(4 * 4 + 4)
+        self.w = torch.nn.Parameter(flat[:16].view(4, 4))
+        self.b = torch.nn.Parameter(flat[16:])
+        self.head = torch.nn.Linear(4, 4, bias=False)
+        self.tail = torch.nn.Linear(4, 4, bias=False)
+        self.tail.weight = self.head.weight
+        self.scale = _OwnParameter(torch.ones(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.w.data.mul_(2.0)
+        self.b.detach().numpy()[:] = 5.0
+        self.head.weight.data.zero_()
+        self.scale.data.fill_(3.0)
+        return self.tail(x @ self.w + self.b) * self.scale
+
+
+def test_a_small_models_values_come_back_through_shared_storage_without_moving_versions(tmp_path, monkeypatch):
+    """The up-front copy of a small model (storage bytes) puts back writes through views of a
+    shared storage and a tied weight, and moves no version counter (a graph the caller holds on
+    the parameters stays valid)."""
+    monkeypatch.setattr(cow, "EAGER_COPY_BYTES", EAGER_COPY_BYTES)
+    model = SharesStorage().eval()
+    loss = (model.w * model.b).sum()  # autograd saved both: a version change would break backward
+    before = _state(model)
+    versions = {n: t._version for n, t in model.named_parameters()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compat.export(model, (torch.randn(2, 4),), tmp_path / "m.onnx", route="legacy")
+    _assert_unchanged(model, before)
+    assert model.w.untyped_storage().data_ptr() == model.b.untyped_storage().data_ptr()
+    assert model.tail.weight is model.head.weight
+    assert {n: t._version for n, t in model.named_parameters()} == versions
+    loss.backward()
+    assert torch.equal(model.w.grad, model.b.detach().expand(4, 4))

@@ -257,3 +257,26 @@ def test_every_catalog_entry_has_a_short_fix():
     for code in codes:
         line = catalog.get(code).short_message()
         assert line.startswith(code + " ") and "\n" not in line and len(line) < 140, line
+
+
+def test_a_capture_starts_empty_after_one_that_held_output_and_captures_nest():
+    """Capture keeps its emptied scratch files for the thread's next capture: what one capture
+    held (at the descriptor level too) is never part of the next, and a capture inside another
+    gets files of its own."""
+    from compat.routing.capture import Capture
+
+    with Capture() as first:
+        os.write(1, b"first on fd 1, a longer line than the next\n")
+        print("first via print")
+    with Capture() as outer:
+        os.write(1, b"outer\n")
+        with Capture() as inner:
+            os.write(1, b"inner\n")
+            os.write(2, b"inner err\n")
+        os.write(2, b"outer err\n")
+    with Capture() as last:
+        os.write(1, b"last\n")
+    assert first.stdout == "first on fd 1, a longer line than the next\nfirst via print\n"
+    assert (outer.stdout, outer.stderr) == ("outer\n", "outer err\n")
+    assert (inner.stdout, inner.stderr) == ("inner\n", "inner err\n")
+    assert (last.stdout, last.stderr) == ("last\n", "")
