@@ -132,6 +132,20 @@ class Site:
                        for t in self._translations("dynamic_axes")) \
             and not any(_LIST_FORM.search(n) for n in self.dim_names())
 
+    def unnamed_outputs(self) -> dict[str, list[str]] | None:
+        """``{model class: names}`` of the graph outputs the call's ``output_names`` left
+        unnamed, as the shim's exports named them (records written before the ledger kept
+        them say nothing); None when records of one model class disagree."""
+        out: dict[str, list[str]] = {}
+        for r in self.ok:
+            names = r.get("unnamed_outputs")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                names = []
+            model = str(r.get("model") or "?")
+            if out.setdefault(model, names) != names:
+                return None
+        return {model: names for model, names in out.items() if names}
+
     def written_to_files(self) -> bool:
         """Every record wrote its model to a path (not a file object, not ``f=None``)."""
         outputs = [r.get("output") for r in self.ok]
