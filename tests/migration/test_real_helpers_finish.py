@@ -307,5 +307,13 @@ def test_a_literal_output_names_gets_the_shims_names_for_the_rest():
 
 def test_records_of_one_class_naming_outputs_otherwise_keep_the_shim():
     out, _, _, _ = fix_text(NAMED_CALL, "t.py", Options(fix=True),
-                            _named_records(["add_3"], ["add_4"]))
+                            _named_records(["add_3", "mul_1"], ["add_4"]))
     assert "compat.export(" in out and "of one model class named the outputs" in out, out
+
+
+def test_records_of_one_class_with_fewer_outputs_take_the_longer_names():
+    """GPT-2 with its cache returns more outputs than without: the longer list serves both
+    (torch leaves the names past a model's outputs unused)."""
+    out, _, _, _ = fix_text(NAMED_CALL, "t.py", Options(fix=True),
+                            _named_records([], ["present_0", "present_1"]))
+    assert 'output_names=["y", "present_0", "present_1"]' in out, out
