@@ -389,23 +389,15 @@ def parameters_keep_real_values() -> Iterator[None]:
     torch 2.13's fakification copies a tensor's data into the fake's ``real_tensor`` only when its
     type is exactly ``torch.Tensor`` (``meta_utils._safe_copy`` / ``_safe_clone``): a parameter's
     real value is left uninitialized, and draft_export decides every guard that reads a weight
-    on garbage (docs/upstream/draft-export-parameter-values.md). The parameter's ``.data`` (a
-    plain tensor on the same storage) is copied instead; restored on exit."""
-    import torch
+    on garbage (docs/upstream/draft-export-parameter-values.md). The workaround itself is
+    ``dynamo/parameter_values.py`` (the generated modules of migrated calls copy its source);
+    here the pieces it patches must be there (``TorchInternalsMoved`` otherwise)."""
+    from .parameter_values import parameters_keep_real_values as keep
 
-    meta = importlib.import_module("torch._subclasses.meta_utils")
-    copy, clone = _need(meta.__name__, "_safe_copy"), _need(meta.__name__, "_safe_clone")
-
-    def plain(src: Any) -> Any:
-        data = src.data if isinstance(src, torch.nn.Parameter) else src
-        return data if type(data) is torch.Tensor else src
-
-    meta._safe_copy = lambda dst, src: copy(dst, plain(src))
-    meta._safe_clone = lambda src: clone(plain(src))
-    try:
+    for attr in ("_safe_copy", "_safe_clone"):
+        _need("torch._subclasses.meta_utils", attr)
+    with keep():
         yield
-    finally:
-        meta._safe_copy, meta._safe_clone = copy, clone
 
 
 @contextlib.contextmanager

@@ -132,6 +132,25 @@ class Site:
                        for t in self._translations("dynamic_axes")) \
             and not any(_LIST_FORM.search(n) for n in self.dim_names())
 
+    def unnamed_outputs(self) -> dict[str, list[str]] | None:
+        """``{model class: names}`` of the graph outputs the call's ``output_names`` left
+        unnamed, as the shim's exports named them (records written before the ledger kept
+        them say nothing). Records of one class with more outputs and fewer (GPT-2 with and
+        without its cache) give the longer list: torch names the outputs a model has and leaves
+        the rest of ``output_names`` unused. None when records of one class disagree on a name."""
+        out: dict[str, list[str]] = {}
+        for r in self.ok:
+            names = r.get("unnamed_outputs")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                names = []
+            model = str(r.get("model") or "?")
+            known = out.setdefault(model, names)
+            short, long = sorted((known, names), key=len)
+            if long[:len(short)] != short:
+                return None
+            out[model] = long
+        return {model: names for model, names in out.items() if names}
+
     def written_to_files(self) -> bool:
         """Every record wrote its model to a path (not a file object, not ``f=None``)."""
         outputs = [r.get("output") for r in self.ok]

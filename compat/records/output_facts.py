@@ -6,7 +6,11 @@ wrote no file (``f=None``: an ``ONNXProgram`` returned, saved later or never), k
 ledger in ``<ledger>.models/``; ``example_inputs``: shape and dtype of every tensor the call was
 given (args then kwargs, flattened), the sizes the models are run at. Added by ``compat run
 --ledger`` (an observer on the shim's exports) and by ``run --observe``'s pass-through.
-Imports torch only through the tensors it is given; never imports onnx.
+``unnamed_outputs`` (the shim's exports only): the names the exporter gave the graph outputs
+``output_names`` left unnamed, which the rewriter writes into the migrated call's
+``output_names`` (torch names such an output after a graph node, and another capture of the
+same model may number its nodes otherwise). Imports torch only through the tensors it is given;
+onnx only to read a TorchScript-route model's output names.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-FIELDS = ("output_files", "output_snapshot", "example_inputs")
+FIELDS = ("output_files", "output_snapshot", "example_inputs", "unnamed_outputs")
 _snapshot_lock = threading.Lock()
 
 
@@ -107,6 +111,19 @@ def facts(output: str | None, args: Any, kwargs: Mapping[str, Any] | None, progr
     return fields
 
 
+def graph_output_names(path: str | None, program: Any = None) -> list[str] | None:
+    """The graph output names of the model at ``path`` (else of ``program``, an
+    ``ONNXProgram``); None when neither can be read."""
+    try:
+        if path is not None and os.path.isfile(path):
+            import onnx
+
+            return [o.name for o in onnx.load(path, load_external_data=False).graph.output]
+        return [str(v.name) for v in program.model.graph.outputs]
+    except Exception:  # noqa: BLE001 - an extra: the export itself succeeded
+        return None
+
+
 def shim_observer(req: Any, outcome: Any) -> dict[str, Any] | None:
     """``compat.api.add_observer`` hook: the facts of a successful shim export (``compat run
     --ledger``)."""
@@ -115,4 +132,9 @@ def shim_observer(req: Any, outcome: Any) -> dict[str, Any] | None:
     ledger = config.env_ledger()
     if not ledger:
         return None
-    return facts(outcome.output, req.args, req.kwargs, outcome.program, ledger)
+    fields = facts(outcome.output, req.args, req.kwargs, outcome.program, ledger)
+    names = graph_output_names(fields.get("output_snapshot") or outcome.output, outcome.program)
+    given = len(req.output_names or ())
+    if names and given and len(names) > given:  # only where the call named some outputs
+        fields["unnamed_outputs"] = names[given:]
+    return fields

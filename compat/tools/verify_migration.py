@@ -263,26 +263,40 @@ def structure_differences(a: Mapping[str, Any], b: Mapping[str, Any], path_a: st
 
 def _aligned_shapes(inputs: Sequence[Mapping[str, Any]], examples: Sequence[Any]) -> tuple[dict[str, list[int]], bool]:
     """Concrete shapes of the model's ``inputs`` at the recorded example: each graph input takes
-    the next recorded tensor of its rank whose fixed dims agree; (shapes by name, all found)."""
+    a recorded tensor not taken yet of its rank whose fixed dims agree and whose sizes agree with
+    those of the dim_params already bound, of its dtype where one is, the next in the recorded
+    order first (a dict of keyword inputs is recorded in the dict's order, the graph takes them
+    in forward()'s); (shapes by name, all found)."""
     tensors = [e for e in examples if isinstance(e, Mapping) and isinstance(e.get("shape"), list)]
     shapes: dict[str, list[int]] = {}
+    sizes: dict[str, int] = {}  # dim_param -> size bound so far
+    taken: set[int] = set()
     found = True
     j = 0
     for v in inputs:
         dims = v["dims"] or []
-        k = j
-        while k < len(tensors) and not (
-                len(tensors[k]["shape"]) == len(dims)
-                and all(not isinstance(d, int) or d == s for d, s in zip(dims, tensors[k]["shape"]))):
-            k += 1
-        if k < len(tensors):
+
+        def fits(k: int, dims: Sequence[Any] = dims) -> bool:
+            shape = tensors[k]["shape"]
+            return k not in taken and len(shape) == len(dims) and all(
+                d == s if isinstance(d, int) else sizes.get(d, s) == s if isinstance(d, str) else True
+                for d, s in zip(dims, shape))
+
+        order = [*range(j, len(tensors)), *range(j)]
+        usable = [k for k in order if fits(k)]
+        typed = [k for k in usable if tensors[k].get("dtype") == v["type"]]
+        k = (typed or usable or [None])[0]
+        if k is not None:
             shapes[v["name"]] = list(tensors[k]["shape"])
+            sizes.update((d, s) for d, s in zip(dims, tensors[k]["shape"]) if isinstance(d, str))
+            taken.add(k)
             j = k + 1
         else:
             from compat.tools.check import DEFAULT_DIM_SIZE
 
             found = False
-            shapes[v["name"]] = [d if isinstance(d, int) and d >= 0 else DEFAULT_DIM_SIZE for d in dims]
+            shapes[v["name"]] = [d if isinstance(d, int) and d >= 0 else sizes.get(d, DEFAULT_DIM_SIZE)
+                                 for d in dims]
     return shapes, found
 
 

@@ -373,6 +373,52 @@ def _name_dims_edits(ctx: Context, ec: ExportCall, dims: str) -> tuple[Edit, ...
             *imports)
 
 
+def _output_names_edits(ctx: Context, ec: ExportCall, site: evidence.Site | None
+                        ) -> tuple[Edit, ...] | str:
+    """``output_names`` extended with the shim's names for the graph outputs it leaves unnamed
+    (the ledger's ``unnamed_outputs``): torch names such an output after a graph node, and its
+    own capture of the model may number the nodes otherwise than the shim's (CLIP: the shim's
+    ``Dim.AUTO`` on the axes the model fixes leaves shape nodes the plain call has not). One
+    model class: the names are appended; several: looked up by the model's class. A str: why
+    they cannot be written here."""
+    given = ec.options.get("output_names")
+    found = site.unnamed_outputs() if site is not None else {}
+    if given is None or found == {}:
+        return ()
+    value = literal(given.value)
+    if found is None:
+        return ("the shim's exports of one model class named the outputs output_names leaves "
+                "unnamed differently")
+    if value is ... and not axes._pure(given.value):
+        return "output_names is an expression the call cannot evaluate again to extend it"
+    text = ctx.src(ec.node)
+    q = "'" if 0 <= text.find("'") < (text.find('"') if '"' in text else len(text)) else '"'
+    def quoted(names: list[str]) -> str:
+        return ", ".join(f"{q}{n}{q}" for n in names)
+
+    head = quoted(list(value)) if isinstance(value, (list, tuple)) else f"*{ctx.src(given.value)}"
+    edits: list[Edit] = []
+    if len(found) == 1 and set(site.models) <= set(found):  # type: ignore[union-attr]
+        names = "[" + ", ".join(p for p in (head, quoted(next(iter(found.values())))) if p) + "]"
+    else:
+        if ec.model is None or not dotted(ec.model) or ctx.block_statement(ec.node) is None:
+            return "the shim named unnamed outputs by model, and the model is no plain name here"
+        taken = ctx.names()
+        fresh = next(n for n in ("unnamed_output_names",
+                                 *(f"unnamed_output_names_{i}" for i in range(2, 99)))
+                     if n not in taken)
+        table = "{" + ", ".join(f"{q}{m}{q}: [{quoted(n)}]" for m, n in found.items()) + "}"
+        edits.append(Edit("before", ec.key, (f"{fresh} = {table}",)))
+        names = (f"[{head + ', ' if head else ''}*{fresh}.get(type({ctx.src(ec.model)})"
+                 f".__name__, [])]")
+    why = _comment_lines("the shim's names for the outputs output_names leaves unnamed: torch "
+                         "names them after graph nodes, which its capture may number otherwise",
+                         ctx, ec)
+    placed = Edit("arg", ec.key, (given.index, names)) if given.index is not None \
+        else Edit("set", ec.key, ("output_names", names))
+    return (*(Edit("comment", ec.key, (c,)) for c in why), *edits, placed)
+
+
 def decide(ctx: Context, ec: ExportCall) -> Route:
     """Where this call should export, and the edits that pin it there.
 
@@ -413,6 +459,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
     capture: tuple[Edit, ...] = ()
     before: tuple[Edit, ...] = ()  # plain-torch steps that do what the shim did for the export
     kept_shim: list[str] = []  # reasons the steps in ``before`` answer
+    route_names: tuple[Edit, ...] = ()  # output_names extended with the shim's generated names
     if site is not None:
         reasons = site.keeps_shim()
         kept_shim = list(reasons)
@@ -464,6 +511,11 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
                     if p]
         route.convert, why = _opset_step(ctx, ec, site)
         problems += [why] if why else []
+        output_names = _output_names_edits(ctx, ec, site)
+        if isinstance(output_names, str):
+            problems.append(output_names)
+        else:
+            route_names = output_names
         if problems:
             return _via_compat(ctx, ec, problems, verdict)
     if site is not None and (route.dynamo or not any(c != "ONX001" for c, _ in pins)):
@@ -479,6 +531,8 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
         route.made.append("draft_export")
     if before and route.dynamo:
         edits += before
+    if route_names and route.dynamo:
+        edits += route_names
     if route.dynamo and translations is not None:
         if "custom_translation_table" in ec.options or ec.star_kwargs:
             why = "custom symbolics in this file, and the call passes its own translation table"

@@ -57,6 +57,26 @@ class Image(torch.nn.Module):
         return self.conv(pixel_values).flatten(2).transpose(1, 2)
 
 
+class Mixed(torch.nn.Module):
+    """Text and a fixed-size image; three outputs, of which the configs name the first."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(20, 4)
+        self.conv = torch.nn.Conv2d(3, 4, 4, stride=4)
+        self.pos = torch.nn.Embedding(5, 4)
+        self.register_buffer("positions", torch.arange(5)[None], persistent=False)
+
+    def forward(self, input_ids, image):
+        t = self.emb(input_ids)
+        _, _, height, width = image.shape
+        if height != 8 or width != 8:  # CLIP's check of the image size
+            raise ValueError("image size")
+        p = self.conv(image).flatten(2).transpose(1, 2)
+        p = torch.cat([p.new_zeros(p.shape[0], 1, 4), p], 1) + self.pos(self.positions)
+        return t.mean(1) + p.mean(1), t + 1, p * 2
+
+
 def export_pytorch(model, inputs, axes, outputs, output: Path):
     """transformers 4.27's call: the tokenizer's dict, axes from the OnnxConfig."""
     onnx_outputs = list(outputs.keys())
@@ -105,6 +125,10 @@ if __name__ == "__main__":
     image_axes = {"pixel_values": {0: "batch", 1: "num_channels", 2: "height", 3: "width"}}
     export_pytorch(Image().eval(), {"pixel_values": torch.randn(2, 3, 6, 6)}, image_axes,
                    {"last_hidden_state": {0: "batch", 1: "sequence"}}, out / "image.onnx")
+    # its image input has its own name: the fixed axes the ledger shows are keyed by input name
+    mixed_axes = {"input_ids": text, "image": {0: "batch", 1: "num_channels", 2: "height", 3: "width"}}
+    export_pytorch(Mixed().eval(), {"input_ids": ids, "image": torch.randn(2, 3, 8, 8)},
+                   mixed_axes, {"pooled": {0: "batch"}}, out / "mixed.onnx")
     for dynamic in (True, False):
         export_onnx(Image().eval(), torch.randn(1, 3, 8, 8), out / f"yolo-{dynamic}", 12, dynamic)
 '''
@@ -189,6 +213,19 @@ def test_axes_built_at_run_time_become_dynamic_shapes_and_named_dims(migrated):
     assert len(rows) == 2 and all(r.verdict in PASSING for r in rows), to_text(rows, "old", "new")
 
 
+@pytest.mark.slow
+def test_outputs_output_names_leaves_unnamed_keep_the_shims_names(migrated):
+    """Mixed returns three outputs and output_names names one: torch names the others after
+    graph nodes, and the shim's capture (Dim.AUTO on the image axes the model fixes, which
+    leaves shape nodes) numbers them otherwise than the migrated call's. The migrated call
+    names them as the shim's exports did, looked up by the model's class."""
+    _, _, text = migrated
+    rows = _rows(migrated, "Mixed")
+    assert len(rows) == 1 and all(r.verdict in PASSING for r in rows), to_text(rows, "old", "new")
+    assert "output_names=[*onnx_outputs, *unnamed_output_names.get(type(model).__name__, [])]" \
+        in text, text
+
+
 CACHE_CALL = '''\
 import torch
 
@@ -246,3 +283,37 @@ def test_a_helper_reorders_its_keyword_dict_only_with_enough_records(records, on
                             {5: {**rec, "records": [rec] * records}})
     assert ("compat.export(" in out) is on_the_shim, out
     assert ("inspect.signature(model.forward)" in out) is not on_the_shim, out
+
+
+NAMED_CALL = '''\
+import torch
+
+model = torch.nn.Linear(2, 2)
+torch.onnx.export(model, (torch.ones(1, 2),), "m.onnx", output_names=["y"], opset_version=18)
+'''
+
+
+def _named_records(*unnamed: list[str]) -> dict:
+    records = [{"route_taken": "dynamo", "status": "ok", "model": "Net", "output": "/o/m.onnx",
+                "unnamed_outputs": names} for names in unnamed]
+    return {4: {**records[0], "records": records}}
+
+
+def test_a_literal_output_names_gets_the_shims_names_for_the_rest():
+    out, _, _, _ = fix_text(NAMED_CALL, "t.py", Options(fix=True), _named_records(["add_3", "mul_7"]))
+    assert 'output_names=["y", "add_3", "mul_7"]' in out, out
+    assert "dynamo=True" in out and "compat.export" not in out, out
+
+
+def test_records_of_one_class_naming_outputs_otherwise_keep_the_shim():
+    out, _, _, _ = fix_text(NAMED_CALL, "t.py", Options(fix=True),
+                            _named_records(["add_3", "mul_1"], ["add_4"]))
+    assert "compat.export(" in out and "of one model class named the outputs" in out, out
+
+
+def test_records_of_one_class_with_fewer_outputs_take_the_longer_names():
+    """GPT-2 with its cache returns more outputs than without: the longer list serves both
+    (torch leaves the names past a model's outputs unused)."""
+    out, _, _, _ = fix_text(NAMED_CALL, "t.py", Options(fix=True),
+                            _named_records([], ["present_0", "present_1"]))
+    assert 'output_names=["y", "present_0", "present_1"]' in out, out

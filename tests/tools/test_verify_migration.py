@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -242,3 +241,44 @@ def test_sites_are_paired_by_the_line_mapping_then_by_order(tmp_path):
     more = {n: Site("a.py", n, str(tmp_path / "gone.py"), [{}]) for n in (3, 6, 9)}
     pairs = [(a and a.line, b and b.line) for a, b in pair_sites(again, more)]
     assert pairs == [(2, 3), (4, 6), (None, 9)]
+
+
+class _TextImage:
+    """forward(input_ids, pixel_values, attention_mask), called with a dict in the tokenizer's
+    order (input_ids, attention_mask, pixel_values), as CLIP's OnnxConfig does."""
+
+    @staticmethod
+    def export(path: Path) -> list[dict]:
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = torch.nn.Embedding(10, 4)
+                self.conv = torch.nn.Conv2d(3, 4, 4)
+
+            def forward(self, input_ids, pixel_values, attention_mask):
+                text = (self.emb(input_ids) * attention_mask.unsqueeze(-1)).mean(1)
+                return text + self.conv(pixel_values).flatten(1)
+
+        inputs = {"input_ids": torch.randint(0, 10, (2, 8)), "attention_mask": torch.ones(2, 8),
+                  "pixel_values": torch.randn(2, 3, 4, 4)}
+        ordered = {k: inputs[k] for k in ("input_ids", "pixel_values", "attention_mask")}
+        torch.onnx.export(Net().eval(), (ordered,), str(path), input_names=list(ordered),
+                          dynamic_shapes={"input_ids": {0: "batch", 1: "sequence"},
+                                          "pixel_values": {0: "batch"},
+                                          "attention_mask": {0: "batch", 1: "sequence"}},
+                          dynamo=True, external_data=False)
+        return [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+                for t in inputs.values()]  # as the ledger records them: the dict's order
+
+
+def test_recorded_shapes_of_a_dict_out_of_forward_order_feed_the_right_inputs(tmp_path):
+    """The ledger records a dict's tensors in the dict's order; the graph takes them in
+    forward()'s: each graph input gets the recorded tensor of its rank and dims, so both models
+    run at the recorded shapes (CLIP's shim model "did not run" there: attention_mask got 2x2)."""
+    path = tmp_path / "m.onnx"
+    examples = _TextImage.export(path)
+    differences, notes, ran = verify_migration.compare_model_files(str(path), str(path), examples)
+    assert ran and not differences, (differences, notes)
+    assert not any("does not run" in n or "do not match" in n for n in notes), notes
