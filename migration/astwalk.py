@@ -11,6 +11,7 @@ gives them. On a tree of real code this halves ``compat.migrate --check``
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Callable, Iterator
 
 # Fields that never hold a node (or only an expression context, which no rule visits).
@@ -58,6 +59,18 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     pop, extend = todo.pop, todo.extend
     while todo:
         node = pop()
+        extend(child_nodes(node))
+        yield node
+
+
+def walk_in_order(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk(node)``'s nodes in ``ast.walk``'s order (breadth first), without expression
+    contexts: for walks whose result follows the order (the first def of a name, findings in
+    source order)."""
+    todo = deque([node])
+    popleft, extend = todo.popleft, todo.extend
+    while todo:
+        node = popleft()
         extend(child_nodes(node))
         yield node
 
