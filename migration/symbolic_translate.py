@@ -26,6 +26,7 @@ import ast
 import builtins
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compat import symbolic_ops
@@ -706,10 +707,11 @@ def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -
     return graph
 
 
-def torch_symbolic_names(tree: ast.AST) -> frozenset[str]:
+def torch_symbolic_names(tree: ast.AST, nodes: Sequence[ast.AST] | None = None) -> frozenset[str]:
     """Names ``tree`` imports from torch's own symbolic modules (``from torch.onnx.symbolic_opset9
-    import sub``)."""
-    return frozenset(a.asname or a.name for n in walk_in_order(tree) if isinstance(n, ast.ImportFrom)
+    import sub``); ``nodes``: every node of ``tree``, when the caller has walked it already."""
+    return frozenset(a.asname or a.name for n in (walk_in_order(tree) if nodes is None else nodes)
+                     if isinstance(n, ast.ImportFrom)
                      and n.module and re.match(r"torch\.onnx\.(_internal\.torchscript_exporter\.)?"
                                                r"symbolic_opset\d+$", n.module)
                      for a in n.names)
