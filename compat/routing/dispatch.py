@@ -133,8 +133,9 @@ def _plan(req: ExportRequest, site: notices.CallSite | None) -> RoutePlan:
     if not legacy.available():
         return RoutePlan(requested, source, ["dynamo"], unavailable={"legacy": _torchscript_missing()})
     unreachable = _opset_out_of_reach(req, dynamo)
-    if unreachable is not None:  # the torch.export route would pay a capture it cannot use
-        return RoutePlan(requested, source, ["legacy"], f"dynamo: {unreachable}")
+    if unreachable is not None:  # the torch.export route would pay a capture it cannot use:
+        # it comes last, only for its model at the lowest opset it reaches should TorchScript fail
+        return RoutePlan(requested, source, ["legacy", "dynamo"], f"dynamo: {unreachable}")
     return RoutePlan(requested, source, ["dynamo", "legacy"])
 
 
@@ -287,7 +288,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 noise.add_to_log(exc)
                 failures[name] = exc
                 continue
-            if name == "dynamo" and route_plan.requested == "auto" and "legacy" in route_plan.routes:
+            if name == "dynamo" and route_plan.requested == "auto" and "legacy" in route_plan.routes \
+                    and "legacy" not in failures:
                 outcome = _closer_of_both(req, outcome)
             outcome.translations[:0] = route_plan.translations
             if failures:

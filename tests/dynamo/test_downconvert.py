@@ -204,6 +204,24 @@ def test_auto_below_the_lowest_convertible_opset_skips_the_capture(tmp_path):
     assert record["route_taken"] == "dynamo" and record["opset_written"] == 11
 
 
+class _Flip(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flip(0) * 2  # the TorchScript exporter has no aten::flip before opset 10
+
+
+def test_auto_below_the_lowest_opset_still_delivers_when_torchscript_fails(tmp_path):
+    """Deciding before capture never makes auto worse: when the TorchScript route fails too,
+    the torch.export route runs after it and its model at opset 11 is delivered (ONX002), as
+    when it ran first."""
+    x = torch.randn(3, 2)
+    proto, record = parity.compat_proto(_Flip(), (x,), tmp_path, "auto", opset_version=9,
+                                        input_names=["x"])
+    assert record["route_taken"] == "dynamo" and record["opset_written"] == 11
+    assert "ONX002" in record["warnings"]
+    assert record["fallback_reason"].startswith("legacy: TorchScript export failed")
+    np.testing.assert_allclose(parity.run(proto, {"x": x})[0], _Flip()(x).numpy(), rtol=1e-6)
+
+
 class _ClampInt(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.clamp(x, min=2, max=5) * 2  # Clip on int64: no opset-11 form
