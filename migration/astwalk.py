@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 # Fields that never hold a node (or only an expression context, which no rule visits).
 _SCALAR_FIELDS = frozenset({
@@ -25,6 +26,7 @@ _MIXED_LISTS = frozenset({
     (ast.Nonlocal, "names"), (ast.MatchClass, "kwd_attrs"),
 })
 _FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {ast.Constant: ()}
+_T = TypeVar("_T")
 
 
 def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
@@ -73,6 +75,20 @@ def walk_in_order(node: ast.AST) -> Iterator[ast.AST]:
         node = popleft()
         extend(child_nodes(node))
         yield node
+
+
+def clone(node: _T) -> _T:
+    """A deep copy of an ``ast`` tree (``copy.deepcopy``'s result, several times faster): every
+    node copied with its fields and positions; leaf values (names, constants' values, which
+    ``ast`` keeps immutable) and expression contexts (stateless) are shared."""
+    cls = node.__class__
+    if cls is list:
+        return [clone(v) for v in node]  # type: ignore[attr-defined, return-value]
+    if not isinstance(node, ast.AST) or isinstance(node, ast.expr_context):
+        return node
+    new = cls.__new__(cls)
+    new.__dict__.update({k: clone(v) for k, v in node.__dict__.items()})
+    return new
 
 
 class Visitor:

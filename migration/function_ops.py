@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import re
 
 from . import symbolic_translate
-from .astwalk import walk_in_order
+from .astwalk import clone, walk_in_order
 from .generated import Entry
 
 #: ``ctx`` methods whose calls only record what backward needs
@@ -132,7 +131,7 @@ class FunctionOp:
             doc=f"translation of {cls.name}.symbolic for the op {self.qualified}")
 
     def _op(self, forward: ast.FunctionDef, origin: str) -> None:
-        forward = copy.deepcopy(forward)
+        forward = clone(forward)
         params = forward.args.posonlyargs + forward.args.args
         if not params or forward.args.vararg or forward.args.kwarg or forward.args.kwonlyargs:
             why = "its forward takes *args, **kwargs or keyword-only parameters"

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compat import symbolic_ops
 
-from .astwalk import walk_in_order
+from .astwalk import clone, walk_in_order
 from .generated import Entry
 
 OPSET_IMPORT = "from onnxscript import opset18 as op"
@@ -792,7 +791,7 @@ def translate(func: ast.FunctionDef, name: str | None = None,
     attribute defaults the opset-18 ops then spell out where they changed; ``module``: the
     symbolic's module when it is importable (a package's), whose own names the translation
     then imports."""
-    func = copy.deepcopy(func)
+    func = clone(func)
     out_name = name or func.name
     params = func.args.posonlyargs + func.args.args
     vararg = not params and func.args.vararg is not None
