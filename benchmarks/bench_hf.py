@@ -14,10 +14,13 @@ at another size along its dynamic axes. Columns:
   ``compat.export`` where the ledger shows the shim doing what plain torch cannot; the column is
   labelled for what ran: "migrated (plain torch)" when the rewritten script calls no compat API,
   and then its workers cannot import compat at all (so it is plain torch, not assumed to be),
-  else "migrated (via compat.export)".
+  else "migrated (via compat.export)";
+* dynamo: the shim column's call with ``TORCH_ONNX_COMPAT_ROUTE=dynamo`` (the torch.export route
+  only, as ``route="dynamo"``; issue 35's figure: at least 16 of the 17).
 
 Rows (counts of successes, no timing): numerator shim, denominator plain; numerator migrated,
-denominator shim (the row's name says which migrated column ran). Findings: the shim is never
+denominator shim (the row's name says which migrated column ran); numerator dynamo, denominator
+the number of models. Findings: the shim is never
 worse than plain torch, the migrated script never worse than the shim, and it writes the opset
 the shim wrote (a migration must not change the model).
 
@@ -27,7 +30,8 @@ per model. The shim column goes first, plain torch's while the migration runs, t
 script's last. A model that runs past
 ``MODEL_TIMEOUT_S`` (or crashes its worker) is recorded as failed and a fresh worker goes on with
 the rest, so one hang cannot stall ``make bench``. No asserts.
-``python benchmarks/bench_hf.py [--quick] [--only NAME ...] [--workers N]``.
+``python benchmarks/bench_hf.py [--quick] [--only NAME ...] [--columns COLUMN ...] [--workers N]``
+(``--columns dynamo``: the route="dynamo" figure alone).
 """
 
 from __future__ import annotations
@@ -55,10 +59,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "hf" / "fixtures"
 SCRIPT = "hf_convert_427.py"
-COLUMNS = ("plain", "shim", "migrated")
+COLUMNS = ("plain", "shim", "migrated", "dynamo")
 #: columns that share worker processes, each model's columns in this order; in this order too:
 #: the migration needs the shim column's ledger
-GROUPS = (("shim",), ("plain",), ("migrated",))
+GROUPS = (("shim",), ("plain",), ("dynamo",), ("migrated",))
+#: the route each column's workers export on (TORCH_ONNX_COMPAT_ROUTE; others: cleared, auto)
+COLUMN_ROUTES = {"dynamo": "dynamo"}
 MODEL_TIMEOUT_S = 300
 QUICK = ("bert", "gpt2", "t5-encoder", "vit")
 LEDGER = "shim-ledger.jsonl"  # written by the shim column's workers, read by the migration
@@ -136,7 +142,7 @@ def _worker(columns: list[str], migrated: str, out_dir: str, results: str, names
         spec = importlib.util.spec_from_file_location("hf_convert_427_migrated", migrated)
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(module)  # type: ignore[union-attr]
-    runs = {"plain": plain, "migrated": migrated_script, "shim": shim}
+    runs = {"plain": plain, "migrated": migrated_script, "shim": shim, "dynamo": shim}
     for name in names:
         for column in columns:
             if "torch._dynamo" in sys.modules:  # every export starts from a new process's compile caches
@@ -170,13 +176,15 @@ def _opset(path: str) -> int | None:
     return next((i.version for i in imports if i.domain in ("", "ai.onnx")), None)
 
 
-def _worker_env(ledger: Path | None = None) -> dict[str, str]:
+def _worker_env(ledger: Path | None = None, route: str | None = None) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for var in ("TORCH_ONNX_COMPAT_ROUTE", "TORCH_ONNX_COMPAT_STRICT", "TORCH_ONNX_COMPAT_LEDGER"):
         env.pop(var, None)
     env["TORCH_ONNX_COMPAT_CACHE_DIR"] = "off"  # every run decides its routes afresh
     if ledger is not None:
         env["TORCH_ONNX_COMPAT_LEDGER"] = str(ledger)
+    if route is not None:
+        env["TORCH_ONNX_COMPAT_ROUTE"] = route
     return env
 
 
@@ -195,7 +203,8 @@ def _run_chunk(columns: tuple[str, ...], names: list[str], migrated: Path, tmp: 
         results = tmp / f"{'-'.join(columns)}-{tag}-{attempt}.jsonl"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", ",".join(columns), str(migrated),
                str(out_dir), str(results), *todo]
-        env = _worker_env(tmp / LEDGER if "shim" in columns else None)
+        env = _worker_env(tmp / LEDGER if "shim" in columns else None,
+                          next((COLUMN_ROUTES[c] for c in columns if c in COLUMN_ROUTES), None))
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
         note, seen, since = "", 0, time.monotonic()
@@ -234,9 +243,15 @@ def _chunks(names: list[str], parts: int) -> list[list[str]]:
     return [c for c in (names[i::parts] for i in range(parts)) if c]
 
 
-def run(quick: bool = False, only: list[str] | None = None, workers: int = 2) -> dict[str, Any]:
-    """Export every model in every column; successes per column and their ratios."""
+def run(quick: bool = False, only: list[str] | None = None, workers: int = 2,
+        columns: tuple[str, ...] = COLUMNS) -> dict[str, Any]:
+    """Export every model in each of ``columns`` (the migrated column needs the shim's); successes
+    per column and their ratios."""
+    unknown = sorted(set(columns) - set(COLUMNS))
+    if unknown or ("migrated" in columns and "shim" not in columns):
+        raise ValueError(f"columns={columns!r}: choose from {COLUMNS}; 'migrated' needs 'shim'")
     names = list(only or (QUICK if quick else _models()))
+    groups = [g for g in GROUPS if set(g) <= set(columns)]
     start, cpu0 = time.perf_counter(), _children_cpu()
     with tempfile.TemporaryDirectory(prefix="bench-hf-") as tmp_s:
         tmp = Path(tmp_s)
@@ -247,9 +262,11 @@ def run(quick: bool = False, only: list[str] | None = None, workers: int = 2) ->
         with cf.ThreadPoolExecutor(max_workers=workers) as pool, \
                 cf.ThreadPoolExecutor(max_workers=1) as migrator:
             futures = {group: [pool.submit(_run_chunk, group, chunk, migrated, tmp, str(i))
-                               for i, chunk in enumerate(chunks)] for group in GROUPS if "migrated" not in group}
+                               for i, chunk in enumerate(chunks)] for group in groups if "migrated" not in group}
 
             def migrate_after_shim() -> dict[str, Any]:
+                if "migrated" not in columns:
+                    return {"skipped": "the migrated column was not asked for", "through_compat": True}
                 cf.wait([f for group, fs in futures.items() if "shim" in group for f in fs])
                 return migrate_copy(migrated.parent, tmp / LEDGER)
 
@@ -259,7 +276,7 @@ def run(quick: bool = False, only: list[str] | None = None, workers: int = 2) ->
                 migration_future.result()
                 return _run_chunk(group, chunk, migrated, tmp, tag)
 
-            for group in GROUPS:
+            for group in groups:
                 if "migrated" in group:
                     futures[group] = [pool.submit(run_migrated, group, chunk, str(i))
                                       for i, chunk in enumerate(chunks)]
@@ -268,31 +285,40 @@ def run(quick: bool = False, only: list[str] | None = None, workers: int = 2) ->
     order = {n: i for i, n in enumerate(names)}
     rows = sorted((r for task_rows in per_task for r in task_rows),
                   key=lambda r: (order[r["model"]], COLUMNS.index(r["column"])))
-    ok = {c: sorted(r["model"] for r in rows if r["column"] == c and r["ok"]) for c in COLUMNS}
+    ok = {c: sorted(r["model"] for r in rows if r["column"] == c and r["ok"]) for c in columns}
     count = {c: len(v) for c, v in ok.items()}
 
     def ratio(a: str, b: str) -> float:
         return count[a] / count[b] if count[b] else float(count[a] > 0)
 
-    worse = sorted(set(ok["plain"]) - set(ok["shim"]))
-    migrated_worse = sorted(set(ok["shim"]) - set(ok["migrated"]))
+    worse = sorted(set(ok.get("plain", ())) - set(ok.get("shim", ())))
+    migrated_worse = sorted(set(ok.get("shim", ())) - set(ok.get("migrated", ())))
     opsets = {(r["model"], r["column"]): r["opset"] for r in rows if r["ok"]}
     other_opset = sorted(n for n in names if (n, "shim") in opsets and (n, "migrated") in opsets
                          and opsets[n, "shim"] != opsets[n, "migrated"])
     migrated_label = "migrated (via compat.export)" if migration["through_compat"] else "migrated (plain torch)"
+    ratios = []
+    if {"shim", "plain"} <= set(columns):
+        ratios.append({"name": "shim/plain successes", "ratio": round(ratio("shim", "plain"), 3), "target": ">= 1",
+                       "numerator": "shim: models with parity", "denominator": "plain: models with parity"})
+    if "migrated" in columns:
+        ratios.append({"name": f"{migrated_label}/shim successes", "ratio": round(ratio("migrated", "shim"), 3),
+                       "target": ">= 1", "numerator": f"{migrated_label}: models with parity",
+                       "denominator": "shim: models with parity"})
+    if "dynamo" in columns:
+        ratios.append({"name": f"route=dynamo successes / models ({count['dynamo']}/{len(names)})",
+                       "ratio": round(count["dynamo"] / len(names), 3) if names else 0.0,
+                       "target": f">= {len(names) - 1}/{len(names)}",
+                       "numerator": "dynamo: models with parity on route='dynamo'",
+                       "denominator": "models"})
     return {
         "benchmark": "hf",
         "title": f"transformers 4.27 export_pytorch on {len(names)} transformers-5 models "
                  "(export + onnxruntime parity at two shapes)",
         "models": len(names),
         "successes": count,
-        "ratios": [
-            {"name": "shim/plain successes", "ratio": round(ratio("shim", "plain"), 3), "target": ">= 1",
-             "numerator": "shim: models with parity", "denominator": "plain: models with parity"},
-            {"name": f"{migrated_label}/shim successes", "ratio": round(ratio("migrated", "shim"), 3),
-             "target": ">= 1", "numerator": f"{migrated_label}: models with parity",
-             "denominator": "shim: models with parity"},
-        ],
+        "columns": list(columns),
+        "ratios": ratios,
         "migrated_column": migrated_label,
         "shim_never_worse_than_plain": not worse,
         "migrated_never_worse_than_shim": not migrated_worse,
@@ -319,9 +345,10 @@ def _print(result: dict[str, Any]) -> None:
     by_model: dict[str, dict[str, Any]] = {}
     for r in result["rows"]:
         by_model.setdefault(r["model"], {})[r["column"]] = r
-    print(f"  {'model':<16} " + " ".join(f"{c:>10}" for c in COLUMNS) + f"   (migrated: {result['migrated_column']})")
+    columns = result["columns"]
+    print(f"  {'model':<16} " + " ".join(f"{c:>10}" for c in columns) + f"   (migrated: {result['migrated_column']})")
     for model, cols in by_model.items():
-        cells = [("ok@" + str(cols[c]["opset"])) if cols[c]["ok"] else "FAIL" for c in COLUMNS]
+        cells = [("ok@" + str(cols[c]["opset"])) if cols[c]["ok"] else "FAIL" for c in columns]
         print(f"  {model:<16} " + " ".join(f"{c:>10}" for c in cells))
     print("  successes: " + ", ".join(f"{c} {n}/{result['models']}" for c, n in result["successes"].items()))
     for r in result["ratios"]:
@@ -339,13 +366,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", metavar="MODEL")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--workers", type=int, default=2, help="worker processes at a time (default 2)")
+    p.add_argument("--columns", nargs="+", choices=COLUMNS, default=list(COLUMNS),
+                   help="columns to run (default all; 'dynamo' alone: the route='dynamo' figure)")
     p.add_argument("--worker", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     ns = p.parse_args(argv)
     if ns.worker:
         columns, migrated, out_dir, results, *names = ns.worker
         _worker(columns.split(","), migrated, out_dir, results, names)
         return 0
-    result = run(quick=ns.quick, only=ns.only, workers=ns.workers)
+    result = run(quick=ns.quick, only=ns.only, workers=ns.workers, columns=tuple(ns.columns))
     _print(result)
     if ns.json:
         Path(ns.json).write_text(json.dumps(result, indent=2) + "\n")

@@ -27,6 +27,25 @@ def legacy_only_reasons(req: ExportRequest) -> list[tuple[str, str]]:
     return _reasons(req)
 
 
+def opset_out_of_reach(req: ExportRequest) -> str | None:
+    """Why this route cannot write ``req``'s opset, known before any capture (it builds at
+    ``DYNAMO_MIN_OPSET``; compat's down-conversion writes no lower than ``downconvert.LOWEST``);
+    None when it may. For auto routing: ``route="dynamo"`` still exports and delivers the lowest
+    opset it reaches."""
+    from compat.catalog import DYNAMO_MIN_OPSET
+
+    opset = req.opset_version
+
+    if opset is None or opset >= DYNAMO_MIN_OPSET:
+        return None
+    from .downconvert.base import LOWEST  # onnx_ir: loaded only for an opset the route converts to
+
+    if opset >= LOWEST:
+        return None
+    return (f"opset {opset} not reachable: compat's down-conversion writes opset {LOWEST} and up "
+            f"(decided before capture)")
+
+
 def export(req: ExportRequest) -> Outcome:
     """Export ``req`` with torch's torch.export-based exporter; raises ``RouteFailed``."""
     from .route import export as _export

@@ -11,7 +11,9 @@ gives them. On a tree of real code this halves ``compat.migrate --check``
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 # Fields that never hold a node (or only an expression context, which no rule visits).
 _SCALAR_FIELDS = frozenset({
@@ -24,6 +26,7 @@ _MIXED_LISTS = frozenset({
     (ast.Nonlocal, "names"), (ast.MatchClass, "kwd_attrs"),
 })
 _FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {ast.Constant: ()}
+_T = TypeVar("_T")
 
 
 def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
@@ -60,6 +63,32 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         node = pop()
         extend(child_nodes(node))
         yield node
+
+
+def walk_in_order(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk(node)``'s nodes in ``ast.walk``'s order (breadth first), without expression
+    contexts: for walks whose result follows the order (the first def of a name, findings in
+    source order)."""
+    todo = deque([node])
+    popleft, extend = todo.popleft, todo.extend
+    while todo:
+        node = popleft()
+        extend(child_nodes(node))
+        yield node
+
+
+def clone(node: _T) -> _T:
+    """A deep copy of an ``ast`` tree (``copy.deepcopy``'s result, several times faster): every
+    node copied with its fields and positions; leaf values (names, constants' values, which
+    ``ast`` keeps immutable) and expression contexts (stateless) are shared."""
+    cls = node.__class__
+    if cls is list:
+        return [clone(v) for v in node]  # type: ignore[attr-defined, return-value]
+    if not isinstance(node, ast.AST) or isinstance(node, ast.expr_context):
+        return node
+    new = cls.__new__(cls)
+    new.__dict__.update({k: clone(v) for k, v in node.__dict__.items()})
+    return new
 
 
 class Visitor:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import re
 
 from . import symbolic_translate
+from .astwalk import clone, walk_in_order
 from .generated import Entry
 
 #: ``ctx`` methods whose calls only record what backward needs
@@ -53,7 +53,7 @@ def _returns(forward: ast.FunctionDef) -> str | None:
     """``torch.Tensor`` or ``tuple[torch.Tensor, ...]`` from the forward's returns (None:
     they disagree or are not plain)."""
     counts = set()
-    for node in ast.walk(forward):
+    for node in walk_in_order(forward):
         if isinstance(node, ast.Return):
             counts.add(len(node.value.elts) if isinstance(node.value, ast.Tuple) else 1)
     if len(counts) != 1:
@@ -82,10 +82,10 @@ def _forward_body(forward: ast.FunctionDef, ctx_name: str) -> tuple[list[ast.stm
         body.append(stmt)
     params = {a.arg for a in (*forward.args.posonlyargs, *forward.args.args,
                               *forward.args.kwonlyargs)}
-    local = params | {n.id for s in body for n in ast.walk(s)
+    local = params | {n.id for s in body for n in walk_in_order(s)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     for s in body:
-        for n in ast.walk(s):
+        for n in walk_in_order(s):
             if isinstance(n, ast.Name) and n.id == ctx_name:
                 return body, f"its forward reads ctx (line {n.lineno})"
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) \
@@ -131,7 +131,7 @@ class FunctionOp:
             doc=f"translation of {cls.name}.symbolic for the op {self.qualified}")
 
     def _op(self, forward: ast.FunctionDef, origin: str) -> None:
-        forward = copy.deepcopy(forward)
+        forward = clone(forward)
         params = forward.args.posonlyargs + forward.args.args
         if not params or forward.args.vararg or forward.args.kwarg or forward.args.kwonlyargs:
             why = "its forward takes *args, **kwargs or keyword-only parameters"

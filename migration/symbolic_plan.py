@@ -20,6 +20,7 @@ from compat import torch_apis
 
 from . import generated, symbolic_translate
 from .analysis import Context, literal
+from .astwalk import walk_in_order
 from .function_ops import FunctionOp
 from .generated import Entry
 from .model import Edit
@@ -93,16 +94,17 @@ def plan(ctx: Context) -> SymbolicPlan:
 def _plan(ctx: Context) -> SymbolicPlan:
     out = SymbolicPlan()
     defs: dict[str, ast.FunctionDef] = {}
-    for n in ast.walk(ctx.tree):  # nested ones too (onnxruntime's register() defines its own)
+    nodes = list(walk_in_order(ctx.tree))  # one walk for the module's four questions
+    for n in nodes:  # nested ones too (onnxruntime's register() defines its own)
         if isinstance(n, ast.FunctionDef):
             defs.setdefault(n.name, n)
     local = frozenset(defs)
     path = ctx.path if ctx.path and ctx.path != "-" else ""
     namespace = generated.module_name(path) if path else "migrated"
-    torch_names = symbolic_translate.torch_symbolic_names(ctx.tree)
+    torch_names = symbolic_translate.torch_symbolic_names(ctx.tree, nodes)
     imports = symbolic_translate.module_imports(ctx.tree)
     own = _own_module(ctx.tree, path)
-    for node in ast.walk(ctx.tree):
+    for node in nodes:
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(s, ast.FunctionDef) and s.name == "symbolic" for s in node.body):
             fop = FunctionOp(node, namespace, path, local, imports, own)
@@ -153,7 +155,7 @@ def _plan(ctx: Context) -> SymbolicPlan:
         out.names.append(f"{fn.id} ({name})")
         out.entries += entries
     by_name = {f.cls.name: f for f in out.functions}
-    for node in ast.walk(ctx.tree):
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "apply" and isinstance(node.func.value, ast.Name) \
                 and node.func.value.id in by_name:

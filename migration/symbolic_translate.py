@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compat import symbolic_ops
 
+from .astwalk import clone, walk_in_order
 from .generated import Entry
 
 OPSET_IMPORT = "from onnxscript import opset18 as op"
@@ -185,7 +186,7 @@ def _callee(node: ast.expr) -> str:
 
 
 def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in walk_in_order(node) if isinstance(n, ast.Name)}
 
 
 def _parse_args(func: ast.FunctionDef) -> list[str] | None:
@@ -597,7 +598,7 @@ def _bindings(func: ast.FunctionDef) -> dict[str, list[ast.expr | None]]:
     out: dict[str, list[ast.expr | None]] = {}
     for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs):
         out.setdefault(a.arg, []).append(None)
-    for node in ast.walk(func):
+    for node in walk_in_order(func):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             out.setdefault(node.targets[0].id, []).append(node.value)
@@ -609,7 +610,7 @@ def _bindings(func: ast.FunctionDef) -> dict[str, list[ast.expr | None]]:
         else:
             continue
         for t in targets:
-            for n in ast.walk(t):
+            for n in walk_in_order(t):
                 if isinstance(n, ast.Name):
                     out.setdefault(n.id, []).append(None)
     return out
@@ -655,7 +656,7 @@ def _is_none_test(test: ast.expr) -> bool:
 def _op_inputs(func: ast.FunctionDef, g: str) -> set[str]:
     """Names passed as inputs (positional arguments) of ``g.op`` or of calls passing ``g``."""
     out: set[str] = set()
-    for node in ast.walk(func):
+    for node in walk_in_order(func):
         if not isinstance(node, ast.Call):
             continue
         is_op = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
@@ -679,14 +680,14 @@ def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -
     else:
         graph = set(params) & _op_inputs(func, g)
     # a name re-bound to a _get_const(...) value is a Python value
-    for node in ast.walk(func):
+    for node in walk_in_order(func):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
                 and _callee(node.value.func) in _PYTHON_VALUE:
             graph -= {t.id for t in node.targets if isinstance(t, ast.Name)}
     changed = True
     while changed:
         changed = False
-        for node in ast.walk(func):
+        for node in walk_in_order(func):
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value:
                 value = node.value
                 if isinstance(value, ast.Call) and _callee(value.func) in _PYTHON_VALUE:
@@ -694,21 +695,22 @@ def _graph_names(func: ast.FunctionDef, g: str, descriptors: list[str] | None) -
                 from_graph = bool(_names(value) & graph) or any(
                     isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                     and isinstance(c.func.value, ast.Name) and c.func.value.id == g
-                    for c in ast.walk(value))
+                    for c in walk_in_order(value))
                 if from_graph:
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
-                        new = {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} - graph
+                        new = {n.id for n in walk_in_order(t) if isinstance(n, ast.Name)} - graph
                         if new:
                             graph |= new
                             changed = True
     return graph
 
 
-def torch_symbolic_names(tree: ast.AST) -> frozenset[str]:
+def torch_symbolic_names(tree: ast.AST, nodes: Sequence[ast.AST] | None = None) -> frozenset[str]:
     """Names ``tree`` imports from torch's own symbolic modules (``from torch.onnx.symbolic_opset9
-    import sub``)."""
-    return frozenset(a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+    import sub``); ``nodes``: every node of ``tree``, when the caller has walked it already."""
+    return frozenset(a.asname or a.name for n in (walk_in_order(tree) if nodes is None else nodes)
+                     if isinstance(n, ast.ImportFrom)
                      and n.module and re.match(r"torch\.onnx\.(_internal\.torchscript_exporter\.)?"
                                                r"symbolic_opset\d+$", n.module)
                      for a in n.names)
@@ -763,15 +765,15 @@ _TS_MODULES = re.compile(r"torch\.onnx\.(symbolic_|_internal|utils)|torch\.onnx 
 
 def _free_names(func: ast.FunctionDef) -> dict[str, int]:
     """Names ``func`` reads that it does not bind (first line of each)."""
-    bound = {a.arg for n in ast.walk(func) if isinstance(n, ast.arguments)
+    bound = {a.arg for n in walk_in_order(func) if isinstance(n, ast.arguments)
              for a in (*n.posonlyargs, *n.args, *n.kwonlyargs, *(x for x in (n.vararg, n.kwarg) if x))}
-    bound |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(getattr(n, "ctx", None), ast.Store)}
-    bound |= {n.name for n in ast.walk(func) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    bound |= {a.asname or a.name.split(".")[0] for n in ast.walk(func)
+    bound |= {n.id for n in walk_in_order(func) if isinstance(n, ast.Name) and isinstance(getattr(n, "ctx", None), ast.Store)}
+    bound |= {n.name for n in walk_in_order(func) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    bound |= {a.asname or a.name.split(".")[0] for n in walk_in_order(func)
               if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    bound |= {n.name for n in ast.walk(func) if isinstance(n, ast.ExceptHandler) and n.name}
+    bound |= {n.name for n in walk_in_order(func) if isinstance(n, ast.ExceptHandler) and n.name}
     out: dict[str, int] = {}
-    for n in ast.walk(func):
+    for n in walk_in_order(func):
         if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store) \
                 and n.id not in bound:
             out.setdefault(n.id, getattr(n, "lineno", func.lineno))
@@ -789,7 +791,7 @@ def translate(func: ast.FunctionDef, name: str | None = None,
     attribute defaults the opset-18 ops then spell out where they changed; ``module``: the
     symbolic's module when it is importable (a package's), whose own names the translation
     then imports."""
-    func = copy.deepcopy(func)
+    func = clone(func)
     out_name = name or func.name
     params = func.args.posonlyargs + func.args.args
     vararg = not params and func.args.vararg is not None
@@ -797,7 +799,7 @@ def translate(func: ast.FunctionDef, name: str | None = None,
         return Translation(out_name, blockers=[Blocker(func.lineno, "no graph-context parameter")])
     g = func.args.vararg.arg if vararg else params[0].arg
     descriptors = _parse_args(func)
-    nested = {n.name for n in ast.walk(func) if isinstance(n, ast.FunctionDef) and n is not func
+    nested = {n.name for n in walk_in_order(func) if isinstance(n, ast.FunctionDef) and n is not func
               and (n.args.posonlyargs or n.args.args)
               and (n.args.posonlyargs or n.args.args)[0].arg == g}
     tr = _Translator(g, _graph_names(func, g, descriptors), set(local_functions) | nested,
@@ -851,7 +853,7 @@ def translate(func: ast.FunctionDef, name: str | None = None,
 
 def _drop_passes(tree: ast.AST) -> None:
     """The ``pass`` left where a TorchScript-only import or statement was, unless alone."""
-    for node in ast.walk(tree):
+    for node in walk_in_order(tree):
         for key in ("body", "orelse", "finalbody"):
             body = getattr(node, key, None)
             if isinstance(body, list) and body:

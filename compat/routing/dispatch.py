@@ -133,7 +133,29 @@ def _plan(req: ExportRequest, site: notices.CallSite | None) -> RoutePlan:
         return RoutePlan(requested, source, ["legacy"], f"remembered fallback: {remembered}")
     if not legacy.available():
         return RoutePlan(requested, source, ["dynamo"], unavailable={"legacy": _torchscript_missing()})
+    unreachable = _opset_out_of_reach(req, dynamo)
+    if unreachable is not None:  # the torch.export route would pay a capture it cannot use:
+        # it comes last, only for its model at the lowest opset it reaches should TorchScript fail
+        return RoutePlan(requested, source, ["legacy", "dynamo"], f"dynamo: {unreachable}")
     return RoutePlan(requested, source, ["dynamo", "legacy"])
+
+
+def _opset_out_of_reach(req: ExportRequest, dynamo: Any) -> str | None:
+    """Why the torch.export route cannot write the opset asked, from facts known before capture:
+    below what the down-conversion writes, or below the opset an earlier auto export of this
+    model reached (route memory, any input size or opset asked)."""
+    if req.opset_version is None or req.opset_version >= catalog.DYNAMO_MIN_OPSET:
+        return None
+    static = dynamo.opset_out_of_reach(req)
+    if static is not None:
+        return static
+    reach = route_memory.lookup_reach(req)
+    if reach is None or req.opset_version >= reach[0]:
+        return None
+    reached, why = reach
+    blockers = why.partition(": ")[2]
+    return (f"opset {req.opset_version} not reachable (remembered: this model's torch.export route "
+            f"went no lower than opset {reached}{'; ' + blockers if blockers else ''})")
 
 
 def _torchscript_missing() -> str:
@@ -269,7 +291,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 noise.add_to_log(exc)
                 failures[name] = exc
                 continue
-            if name == "dynamo" and route_plan.requested == "auto" and "legacy" in route_plan.routes:
+            if name == "dynamo" and route_plan.requested == "auto" and "legacy" in route_plan.routes \
+                    and "legacy" not in failures:
                 outcome = _closer_of_both(req, outcome)
             outcome.translations[:0] = route_plan.translations
             if failures:
@@ -278,6 +301,9 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                     outcome.acceptance = failures["dynamo"].acceptance
                 if name == "legacy" and "dynamo" in failures:
                     route_memory.remember(req, failures["dynamo"].reason)
+                    if isinstance(failures["dynamo"], OpsetNotReached):
+                        route_memory.remember_reach(req, failures["dynamo"].reached,
+                                                    failures["dynamo"].reason)
             elif route_plan.reason:
                 outcome.fallback_reason = route_plan.reason
             return outcome

@@ -7,6 +7,10 @@ compat versions, so an upgrade of either starts from a clean memory. Entries are
 :func:`compat.files.atomic_write`, so concurrent processes never see half a file. A corrupt or
 unwritable cache only warns: route memory never fails an export.
 
+The opset a model's torch.export route could not go below is remembered too, under a looser key
+(input sizes, and the opset asked, left out): a later auto export of that model at a lower opset,
+at any input size, skips the capture (``lookup_reach``).
+
 Set ``TORCH_ONNX_COMPAT_CACHE_DIR`` to ``""``, ``off`` or ``0`` to turn it off.
 """
 
@@ -16,6 +20,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -151,6 +156,31 @@ def entry_path(req: ExportRequest) -> Path | None:
     return None if folder is None else folder / SUBDIR / f"{key(req)}.json"
 
 
+def reach_fields(req: ExportRequest) -> dict[str, Any]:
+    """What identifies a model for the opset its torch.export route reaches: ``key_fields``
+    without the opset asked and with input sizes wildcarded (dtypes and ranks kept), since
+    neither changes which operators the model is made of."""
+    fields = key_fields(req)
+    fields["kind"] = "opset-reach"
+    fields["inputs"] = [_any_sizes(leaf) for leaf in fields["inputs"]]
+    fields["options"] = {k: v for k, v in fields["options"].items() if k != "opset_version"}
+    return fields
+
+
+def _any_sizes(leaf: str) -> str:
+    """``float32[*,3,*]`` for ``float32[2,3,*]`` (a tensor's signature); other leaves unchanged."""
+    dtype, bracket, dims = leaf.partition("[")
+    return dtype + bracket + re.sub(r"\d+", "*", dims) if bracket and ":" not in dtype else leaf
+
+
+def _reach_path(fields: Mapping[str, Any]) -> Path | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    blob = json.dumps(fields, sort_keys=True, default=str)
+    return folder / SUBDIR / f"{hashlib.sha256(blob.encode()).hexdigest()}.json"
+
+
 def lookup(req: ExportRequest) -> str | None:
     """The remembered reason the torch.export route failed for ``req``, or None."""
     try:
@@ -158,6 +188,38 @@ def lookup(req: ExportRequest) -> str | None:
     except Exception as exc:  # noqa: BLE001 - an unhashable request just means no memory
         _warn(f"route memory skipped: cannot key this export ({type(exc).__name__}: {exc})")
         return None
+    entry = _load(path)
+    return entry["reason"] if entry is not None else None
+
+
+def lookup_reach(req: ExportRequest) -> tuple[int, str] | None:
+    """``(reached, reason)``: the lowest opset the torch.export route could bring this model to
+    in an earlier auto export that fell back, and why it went no lower; None when nothing is
+    remembered. An opset asked below ``reached`` cannot be written on that route."""
+    try:
+        path = _reach_path(reach_fields(req))
+    except Exception:  # noqa: BLE001 - lookup() already warned about an unhashable request
+        return None
+    entry = _load(path)
+    if entry is None or not isinstance(entry.get("reached"), int):
+        return None
+    return entry["reached"], entry["reason"]
+
+
+def remember_reach(req: ExportRequest, reached: int, reason: str) -> None:
+    """Record that the torch.export route brought ``req``'s model no lower than opset ``reached``
+    (``reason`` names the operators that blocked it); warns instead of raising."""
+    try:
+        fields = reach_fields(req)
+        path = _reach_path(fields)
+    except Exception:  # noqa: BLE001 - remember() already warned
+        return
+    _write(path, {**fields, "reached": reached, "reason": reason})
+
+
+def _load(path: Path | None) -> dict[str, Any] | None:
+    """The entry at ``path`` when it is valid for these versions; None otherwise (warned when
+    it is unreadable or corrupt)."""
     if path is None:
         return None
     try:
@@ -178,7 +240,7 @@ def lookup(req: ExportRequest) -> str | None:
         return None
     if any(entry.get(k) != v for k, v in versions().items()):
         return None
-    return reason
+    return entry
 
 
 #: an entry is a few hundred bytes; anything much larger is not one of ours
@@ -211,10 +273,13 @@ def remember(req: ExportRequest, reason: str) -> None:
     except Exception as exc:  # noqa: BLE001
         _warn(f"route memory skipped: cannot key this export ({type(exc).__name__}: {exc})")
         return
+    _write(path, {**fields, "reason": reason, "call_site": req.call_site})
+
+
+def _write(path: Path | None, fields: dict[str, Any]) -> None:
     if path is None:
         return
-    entry = {**fields, "key": path.stem, "reason": reason, "created": time.time(),
-             "call_site": req.call_site}
+    entry = {**fields, "key": path.stem, "created": time.time()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # as a new file: a link planted in a shared cache folder is replaced, never written through

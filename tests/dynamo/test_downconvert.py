@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import onnx
 import pytest
+import route_parity as parity  # tests/helpers
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -16,7 +17,6 @@ from torch import nn
 import compat
 from compat.errors import OpsetNotReached
 from compat.request import ExportRequest
-import route_parity as parity  # tests/helpers
 
 #: every model at 11 (the most rewrites); 13/15/17 spread over the models to keep exports few
 PAIRS = [(name, 11) for name in ("cnn", "detection", "transformer", "opsmix")] + [
@@ -171,3 +171,83 @@ def test_the_ledger_names_the_operator_that_blocks_the_down_conversion(tmp_path)
     assert record["fallback_reason"] == "dynamo: opset 11 not reachable: Einsum has no opset-11 form"
     assert record["opset_written"] == 12
     np.testing.assert_allclose(parity.run(proto, {"x": x})[0], _Diagonal()(x).numpy(), rtol=1e-6)
+
+
+class _SmallLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x))
+
+
+def test_auto_below_the_lowest_convertible_opset_skips_the_capture(tmp_path):
+    """Issue 35 item 6: under auto at opset 9 the torch.export route captured the whole model
+    before its down-conversion said opset 9 is out of reach; auto now decides that from the
+    request and goes straight to the TorchScript route, saying why in the ledger."""
+    torch.manual_seed(0)
+    model, x = _SmallLinear().eval(), torch.randn(2, 4)
+    proto, record = parity.compat_proto(model, (x,), tmp_path, "auto", opset_version=9,
+                                        input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    assert record["route_taken"] == "legacy"
+    assert record["fallback_reason"] == ("dynamo: opset 9 not reachable: compat's down-conversion "
+                                         "writes opset 11 and up (decided before capture)")
+    assert record["attempt_logs"] == {}  # no torch.export attempt was made (and failed)
+    assert {o.version for o in proto.opset_import if o.domain == ""} == {9}
+    for n in (2, 5):
+        xn = torch.randn(n, 4)
+        np.testing.assert_allclose(parity.run(proto, {"x": xn})[0], model(xn).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    # route="dynamo" still exports, at the lowest opset its down-conversion writes (ONX002)
+    proto, record = parity.compat_proto(model, (x,), tmp_path / "dynamo", "dynamo", opset_version=9)
+    assert record["route_taken"] == "dynamo" and record["opset_written"] == 11
+
+
+class _Flip(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flip(0) * 2  # the TorchScript exporter has no aten::flip before opset 10
+
+
+def test_auto_below_the_lowest_opset_still_delivers_when_torchscript_fails(tmp_path):
+    """Deciding before capture never makes auto worse: when the TorchScript route fails too,
+    the torch.export route runs after it and its model at opset 11 is delivered (ONX002), as
+    when it ran first."""
+    x = torch.randn(3, 2)
+    proto, record = parity.compat_proto(_Flip(), (x,), tmp_path, "auto", opset_version=9,
+                                        input_names=["x"])
+    assert record["route_taken"] == "dynamo" and record["opset_written"] == 11
+    assert "ONX002" in record["warnings"]
+    assert record["fallback_reason"].startswith("legacy: TorchScript export failed")
+    np.testing.assert_allclose(parity.run(proto, {"x": x})[0], _Flip()(x).numpy(), rtol=1e-6)
+
+
+class _ClampInt(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(x, min=2, max=5) * 2  # Clip on int64: no opset-11 form
+
+
+def test_auto_remembers_the_opset_a_model_reached_at_any_input_size(tmp_path):
+    """Issue 35 item 6: a model whose torch.export route could not go below opset 12 (Clip on
+    int64) paid a full capture again at every new input size; auto now
+    remembers the opset reached and skips the capture below it, naming the operator."""
+    model = _ClampInt()
+    x = torch.arange(6).reshape(2, 3)
+    _, first = parity.compat_proto(model, (x,), tmp_path / "a", "auto", opset_version=11,
+                                    input_names=["x"])
+    assert first["route_taken"] == "legacy"
+    assert first["fallback_reason"] == "dynamo: opset 11 not reachable: Clip has no opset-11 form"
+    assert "dynamo" in first["attempt_logs"]
+    # another input size (not dynamic: the exact route memory's key differs)
+    x2 = torch.arange(12).reshape(3, 4)
+    proto, again = parity.compat_proto(model, (x2,), tmp_path / "b", "auto", opset_version=11,
+                                       input_names=["x"])
+    assert again["route_taken"] == "legacy" and again["attempt_logs"] == {}
+    assert again["fallback_reason"] == (
+        "dynamo: opset 11 not reachable (remembered: this model's torch.export route went no lower "
+        "than opset 12; Clip has no opset-11 form)")
+    np.testing.assert_array_equal(parity.run(proto, {"x": x2})[0], model(x2).numpy())
+    # at the opset reached the route is tried again
+    _, reached = parity.compat_proto(model, (x,), tmp_path / "c", "auto", opset_version=12,
+                                      input_names=["x"])
+    assert reached["route_taken"] == "dynamo" and reached["fallback_reason"] is None
