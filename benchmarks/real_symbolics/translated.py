@@ -52,7 +52,9 @@ def _source_def(fn: Any) -> tuple[ast.FunctionDef, str, frozenset[str]]:
 
 
 def _translation(fn: Any, name: str, key: str | None, folder: Path, opset: int) -> tuple[Any, str]:
-    """(the imported generated module, '') or (None, why the symbolic has no translation)."""
+    """(the imported generated module, '') or (None, why the symbolic has no translation),
+    migrated for the installed torch (the rewriter's default ``--target-torch``)."""
+    from compat import torch_apis
     from migration import generated, symbolic_translate
 
     func, path, local = _source_def(fn)
@@ -64,7 +66,8 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path, opset: int) 
     tr = symbolic_translate.translate(func, name, local, torch_names, imports, opset, own)
     if not tr.ok:
         return None, "; ".join(map(str, tr.blockers))
-    entries = symbolic_translate.entries(tr, path, func.lineno, key)
+    entries = symbolic_translate.entries(tr, path, func.lineno, key,
+                                         target=torch_apis.default_target())
     todo, seen = list(tr.helpers), set()
     while todo:
         helper = todo.pop()
