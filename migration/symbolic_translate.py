@@ -96,21 +96,36 @@ TYPE_HELPER_IMPORTS = ("import onnx_ir as ir", "import torch")
 MATCHES_EVERY_NODE = "matches_every_node"
 #: the decorator of an aten op's translation for a target torch before 2.11
 #: (``torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE``; the shim's own is ``dynamo/translation_fit.py``)
-MATCHES_EVERY_NODE_HELPER = '''def matches_every_node(translation: Callable) -> Callable:
-    """``translation`` declaring no parameters: torch 2.9-2.10 match a translation's parameter
-    names against the aten op's arguments and silently use their own translation when one
-    differs (pytorch/pytorch#165083 removed that in torch 2.11); with none declared it matches
-    every node of its op, and the exporter still passes it the node's arguments."""
+MATCHES_EVERY_NODE_HELPER = '''def matches_every_node(op_name: str) -> Callable:
+    """A translation of the aten op ``op_name`` declaring no parameters, given every argument of
+    the op: torch 2.9-2.10 match a translation's parameter names against the op's arguments and
+    silently use their own translation when one differs (pytorch/pytorch#165083 removed that in
+    torch 2.11); with none declared it matches every node of its op. Those torches also leave
+    an argument at its default out of the node (2.11 writes it): the op's defaults fill it."""
 
-    def every_node(*args, **kwargs):
-        return translation(*args, **kwargs)
+    def decorate(translation: Callable) -> Callable:
+        def every_node(*args, **kwargs):
+            namespace, _, name = op_name.partition("::")
+            overload = getattr(getattr(torch.ops, namespace), name).default
+            for signature in get_signature_for_torch_op(overload) or ():
+                try:
+                    bound = signature.bind(*args, **kwargs)
+                except TypeError:
+                    continue
+                bound.apply_defaults()
+                return translation(*bound.args, **bound.kwargs)
+            return translation(*args, **kwargs)
 
-    every_node.__name__ = translation.__name__
-    every_node.__qualname__ = translation.__qualname__
-    every_node.__doc__ = translation.__doc__
-    every_node.__signature__ = inspect.Signature()
-    return every_node'''
-MATCHES_EVERY_NODE_IMPORTS = ("import inspect", "from collections.abc import Callable")
+        every_node.__name__ = translation.__name__
+        every_node.__qualname__ = translation.__qualname__
+        every_node.__doc__ = translation.__doc__
+        every_node.__signature__ = inspect.Signature()
+        return every_node
+
+    return decorate'''
+MATCHES_EVERY_NODE_IMPORTS = ("import inspect", "import torch",
+                              "from collections.abc import Callable",
+                              "from torch.fx.operator_schemas import get_signature_for_torch_op")
 _TYPE_READS = {"dtype": "torch_dtype", "scalarType": "scalar_type"}
 CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript", "from collections.abc import Callable",
                      "import onnx_ir as ir", "from onnxscript import opset18 as op")
@@ -890,7 +905,7 @@ def entries(tr: Translation, origin: str, line: int, table_key: str | None,
             and not api.available(target):
         out.append(Entry(MATCHES_EVERY_NODE, origin, line, MATCHES_EVERY_NODE_HELPER,
                          MATCHES_EVERY_NODE_IMPORTS))
-        code = re.sub(rf"^def {re.escape(tr.name)}\(", f"@{MATCHES_EVERY_NODE}\n\\g<0>", code,
+        code = re.sub(rf"^def {re.escape(tr.name)}\(", f'@{MATCHES_EVERY_NODE}("{table_key}")\n\\g<0>', code,
                       count=1, flags=re.MULTILINE)
     if tr.custom_ops:
         out.append(Entry(CUSTOM_OP, origin, line, CUSTOM_OP_HELPER, CUSTOM_OP_IMPORTS))

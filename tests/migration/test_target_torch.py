@@ -116,7 +116,7 @@ def test_aten_translation_matches_every_node_for_targets_before_2_11(
     assert cli(capsys, "--write", "--unsafe-fixes", "-q", "--target-torch", target, "a.py")[0] in (0, 1)
     text = (tmp_path / "a_onnx.py").read_text()
     assert "custom_translation_table=a_onnx.translation_table()" in (tmp_path / "a.py").read_text()
-    assert ("@matches_every_node\ndef relu6(x):" in text) is decorated
+    assert ('@matches_every_node("aten::relu")\ndef relu6(x):' in text) is decorated
     assert ("def matches_every_node(" in text) is decorated
     if decorated:  # the helper is defined before the decorator runs: the module imports
         assert text.index("def matches_every_node(") < text.index("@matches_every_node")

@@ -113,7 +113,7 @@ def test_aten_override_is_applied_on_the_installed_torch_and_by_name_for_the_tar
                                         str(tmp_path), opset=9, target=target)
     assert tr.ok, tr.blockers
     api = torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE
-    assert ("@matches_every_node\ndef relu_as_max(x):" in text) == (not api.available(target))
+    assert ('@matches_every_node("aten::relu")\ndef relu_as_max(x):' in text) == (not api.available(target))
     ops = [n.op_type for n in T.export_translated(Relu().eval(), (x,), mod.translation_table())
            .graph.node]
     applied = "@matches_every_node" in text or api.available(torch_apis.installed_torch())
