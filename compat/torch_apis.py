@@ -99,10 +99,24 @@ API_TABLE: tuple[TorchApi, ...] = (
     # and 2.11.0 (the op has no autograd formula) and passes on 2.13.0.
     TorchApi("torch.compiler.is_exporting() False under torch.compile", (2, 12),
              pattern=r"\bcompiler\.is_exporting\b"),
+    # A custom_translation_table entry for an aten op torch translates itself is used whatever
+    # its parameter names: pytorch/pytorch#165083 ("Remove overload matching logic from
+    # dispatcher") made torch 2.11's dispatcher take the first (custom) translation. torch
+    # 2.9.1 and 2.10.0 (torch/onnx/_internal/exporter/_dispatching.py, get_matching_overload)
+    # match each candidate's parameter names against the op's schema and silently take
+    # torchlib's when a required one is not an argument name: measured, ``def relu_as_max(x)``
+    # for aten.relu.default (schema argument ``self``) gives Relu on 2.9.1 and 2.10.0, Max on
+    # 2.11.0. Keyed by the packet it is a TypeError, by "aten::relu" the op is decomposed away
+    # (LessOrEqual, Where), on all three. A translation declaring no parameters matches every
+    # node (migration/symbolic_translate.py's matches_every_node, written for targets before 2.11).
+    TorchApi("custom_translation_table entries for aten ops matched whatever their parameter "
+             "names", (2, 11)),
 )
 BY_KEYWORD: dict[str, TorchApi] = {a.keyword: a for a in API_TABLE if a.keyword}
 #: what the call sites of a migrated ``autograd.Function`` rely on (``migration/function_ops.py``)
-EXPORTING_ONLY_UNDER_EXPORT = API_TABLE[-1]
+EXPORTING_ONLY_UNDER_EXPORT = API_TABLE[-2]
+#: what a generated translation of an aten op relies on (``migration/symbolic_translate.py``)
+ATEN_OVERRIDE_ANY_SIGNATURE = API_TABLE[-1]
 _PATTERNS = tuple((a, re.compile(a.pattern)) for a in API_TABLE if a.pattern)
 #: torch.onnx.export(dynamo=): code for torch older than this never gets it from the rewriter
 DYNAMO_KEYWORD_SINCE: Version = BY_KEYWORD["dynamo"].since

@@ -47,7 +47,9 @@ def export(req: ExportRequest) -> Outcome:
             # the user's own table wins over translations we derive
             table: dict[Any, Any] = {op: matches_every_node(fn) for op, fn in
                                      {**sym.translation_table, **plan.translation_table}.items()}
-            table.update(req.custom_translation_table or {})
+            # ... applied as given on every torch (a list: torch 2.9-2.10 choose by signature)
+            table.update({op: fn if isinstance(fn, (list, tuple)) else matches_every_node(fn)
+                          for op, fn in (req.custom_translation_table or {}).items()})
             # No warnings.catch_warnings here: changing the filters resets every module's
             # once-per-location registry, and compat's own warnings must show once per site.
             # torch's capture, then (data-dependent guards) a draft capture baking the example's branch

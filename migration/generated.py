@@ -150,15 +150,22 @@ def render(module: str, entries: Sequence[Entry]) -> str:
 
 
 def _rank(entry: Entry, entries: Iterable[Entry]) -> int:
-    """Definitions other entries call as the module is imported first (0), then those
-    module-level statements (1), then the functions (2), so the module imports cleanly."""
+    """Definitions other entries call as the module is imported (module-level statements,
+    decorators) first (0), then those module-level statements (1), then the functions (2), so
+    the module imports cleanly."""
     code = "\n".join(line for line in entry.code.splitlines()
                      if line.strip() and not line.lstrip().startswith("#"))
     if not code.startswith(("def ", "@", "class ")):
         return 1
     called = re.compile(rf"\b{re.escape(entry.name)}\b")
-    used = any(_rank(e, ()) == 1 and called.search(e.code) for e in entries if e is not entry)
+    used = any(called.search(e.code if _rank(e, ()) == 1 else _decorators(e.code))
+               for e in entries if e is not entry)
     return 0 if used else 2
+
+
+def _decorators(code: str) -> str:
+    """The decorator lines of a definition's ``code`` (run as the module is imported)."""
+    return "\n".join(line for line in code.splitlines() if line.startswith("@"))
 
 
 def _import_order(statement: str) -> tuple[int, str]:

@@ -135,7 +135,9 @@ def _plan(ctx: Context) -> SymbolicPlan:
         opset = opset if isinstance(opset, int) else None
         tr = symbolic_translate.translate(func, fn.id, local, torch_names, imports, opset, own)
         todo, seen = list(tr.helpers), set()
-        entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func))
+        target = ctx.facts.get("target_torch")
+        entries = symbolic_translate.entries(tr, path, func.lineno, key, doc=_doc(name, func),
+                                             target=tuple(target) if target else None)
         while todo and tr.ok:
             helper = todo.pop()
             if helper in seen:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from compat import symbolic_ops
+from compat import symbolic_ops, torch_apis
 
 from .astwalk import clone, walk_in_order
 from .generated import Entry
@@ -94,6 +94,39 @@ TYPE_HELPERS = {
             ir.DataType.COMPLEX128: "ComplexDouble"}[value.dtype]''',
 }
 TYPE_HELPER_IMPORTS = ("import onnx_ir as ir", "import torch")
+MATCHES_EVERY_NODE = "matches_every_node"
+#: the decorator of an aten op's translation for a target torch before 2.11
+#: (``torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE``; the shim's own is ``dynamo/translation_fit.py``)
+MATCHES_EVERY_NODE_HELPER = '''def matches_every_node(op_name: str) -> Callable:
+    """A translation of the aten op ``op_name`` declaring no parameters, given every argument of
+    the op: torch 2.9-2.10 match a translation's parameter names against the op's arguments and
+    silently use their own translation when one differs (pytorch/pytorch#165083 removed that in
+    torch 2.11); with none declared it matches every node of its op. Those torches also leave
+    an argument at its default out of the node (2.11 writes it): the op's defaults fill it."""
+
+    def decorate(translation: Callable) -> Callable:
+        def every_node(*args, **kwargs):
+            namespace, _, name = op_name.partition("::")
+            overload = getattr(getattr(torch.ops, namespace), name).default
+            for signature in get_signature_for_torch_op(overload) or ():
+                try:
+                    bound = signature.bind(*args, **kwargs)
+                except TypeError:
+                    continue
+                bound.apply_defaults()
+                return translation(*bound.args, **bound.kwargs)
+            return translation(*args, **kwargs)
+
+        every_node.__name__ = translation.__name__
+        every_node.__qualname__ = translation.__qualname__
+        every_node.__doc__ = translation.__doc__
+        every_node.__signature__ = inspect.Signature()
+        return every_node
+
+    return decorate'''
+MATCHES_EVERY_NODE_IMPORTS = ("import inspect", "import torch",
+                              "from collections.abc import Callable",
+                              "from torch.fx.operator_schemas import get_signature_for_torch_op")
 _TYPE_READS = {"dtype": "torch_dtype", "scalarType": "scalar_type"}
 CUSTOM_OP_IMPORTS = ("import onnx", "import onnxscript", "from collections.abc import Callable",
                      "import onnx_ir as ir", "from onnxscript import opset18 as op")
@@ -862,15 +895,25 @@ def _drop_passes(tree: ast.AST) -> None:
 
 
 def entries(tr: Translation, origin: str, line: int, table_key: str | None,
-            doc: str = "") -> list[Entry]:
+            doc: str = "", target: torch_apis.Version | None = None) -> list[Entry]:
     """The generated module's entries for the translation ``tr`` of the symbolic at
-    ``origin:line``: the custom-op helper and declarations it calls, then the function."""
+    ``origin:line``: the custom-op helper and declarations it calls, then the function. For
+    an aten op and a ``target`` torch that would not use it whatever its parameter names
+    (2.9-2.10), the function is decorated with :data:`MATCHES_EVERY_NODE_HELPER`."""
     out = []
+    code = tr.code
+    api = torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE
+    if table_key and table_key.startswith("aten::") and target is not None \
+            and not api.available(target):
+        out.append(Entry(MATCHES_EVERY_NODE, origin, line, MATCHES_EVERY_NODE_HELPER,
+                         MATCHES_EVERY_NODE_IMPORTS))
+        code = re.sub(rf"^def {re.escape(tr.name)}\(", f'@{MATCHES_EVERY_NODE}("{table_key}")\n\\g<0>', code,
+                      count=1, flags=re.MULTILINE)
     if tr.custom_ops:
         out.append(Entry(CUSTOM_OP, origin, line, CUSTOM_OP_HELPER, CUSTOM_OP_IMPORTS))
         out += [Entry(c.var, origin, line, c.declaration()) for c in tr.custom_ops.values()]
     out += [Entry(h, origin, line, TYPE_HELPERS[h], TYPE_HELPER_IMPORTS)
             for h in sorted(tr.type_helpers)]
-    out.append(Entry(tr.name, origin, line, tr.code, tuple(sorted(tr.imports)), table_key,
+    out.append(Entry(tr.name, origin, line, code, tuple(sorted(tr.imports)), table_key,
                      doc=doc))
     return out

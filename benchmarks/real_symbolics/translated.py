@@ -27,7 +27,7 @@ import sys
 import textwrap
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,9 @@ def _source_def(fn: Any) -> tuple[ast.FunctionDef, str, frozenset[str]]:
 
 
 def _translation(fn: Any, name: str, key: str | None, folder: Path, opset: int) -> tuple[Any, str]:
-    """(the imported generated module, '') or (None, why the symbolic has no translation)."""
+    """(the imported generated module, '') or (None, why the symbolic has no translation),
+    migrated for the installed torch (the rewriter's default ``--target-torch``)."""
+    from compat import torch_apis
     from migration import generated, symbolic_translate
 
     func, path, local = _source_def(fn)
@@ -64,7 +66,8 @@ def _translation(fn: Any, name: str, key: str | None, folder: Path, opset: int) 
     tr = symbolic_translate.translate(func, name, local, torch_names, imports, opset, own)
     if not tr.ok:
         return None, "; ".join(map(str, tr.blockers))
-    entries = symbolic_translate.entries(tr, path, func.lineno, key)
+    entries = symbolic_translate.entries(tr, path, func.lineno, key,
+                                         target=torch_apis.default_target())
     todo, seen = list(tr.helpers), set()
     while todo:
         helper = todo.pop()
@@ -120,12 +123,13 @@ def _function_op(cls: type, index: int, symbolic_mod: Any, symbolic_name: str, s
         calls.append((list(args), out))
         return out
 
+    restore = _restorer(cls, "apply")
     cls.apply = probe
     try:
         with torch.no_grad():
             setup.model.eval()(*setup.args)
     finally:
-        cls.apply = original
+        restore()
     (args, out), *_ = calls
     tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -159,7 +163,23 @@ def _function_op(cls: type, index: int, symbolic_mod: Any, symbolic_name: str, s
         return translation(*merged(tensors))
 
     cls.apply = staticmethod(lambda *a: op(*[a[i] for i in tensor_at]))
-    return {getattr(torch.ops.h32bench, f"op{index}").default: translate}, original
+    return {getattr(torch.ops.h32bench, f"op{index}").default: translate}, restore
+
+
+def _restorer(cls: type, attr: str) -> Callable[[], None]:
+    """Puts ``cls``'s own ``attr`` back as it is now: deleted when ``cls`` only inherits it.
+    (Assigning the inherited ``cls.apply`` back would pin a bound method on the class, which
+    hides a later patch of ``torch.autograd.Function.apply``, the shim's, from every later
+    export of the class.)"""
+    had, value = attr in cls.__dict__, cls.__dict__.get(attr)
+
+    def restore() -> None:
+        if had:
+            setattr(cls, attr, value)
+        elif attr in cls.__dict__:
+            delattr(cls, attr)
+
+    return restore
 
 
 def run_case(case: Case, index: int, folder: Path) -> dict[str, Any]:
@@ -183,9 +203,11 @@ def run_case(case: Case, index: int, folder: Path) -> dict[str, Any]:
             return {"verdict": "blocked", "reason": why}
         if not reference["ok"]:  # the TorchScript exporter fails on it: nothing to compare
             return judge(case, reference, {"ok": True, "names": []}, ref, ref)
+        undo = [_restorer(c, "symbolic") for c, _ in setup.symbolic_overrides]
         for c, fn in setup.symbolic_overrides:
             c.symbolic = fn
-        table, restore = _function_op(fn_cls, index, mod, f"sym{index}", setup)
+        table, restore_apply = _function_op(fn_cls, index, mod, f"sym{index}", setup)
+        restore = lambda: [f() for f in (restore_apply, *undo)]
     else:
         with _captured_registrations(setup) as regs:
             if setup.register is not None:
@@ -221,7 +243,7 @@ def run_case(case: Case, index: int, folder: Path) -> dict[str, Any]:
         return {"verdict": "differ", "reason": f"export failed: {type(exc).__name__}: {str(exc)[-400:]}"}
     finally:
         if restore is not None:
-            fn_cls.apply = restore
+            restore()
     return judge(case, reference, {"ok": True, "names": []}, ref, path)
 
 

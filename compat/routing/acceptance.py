@@ -440,7 +440,7 @@ def _translated_outputs(proto: Any, translations: list[Any], req: ExportRequest)
     # every overload of a registered op; exactly the overloads of the table
     targets = tuple({f"target=torch.ops.{t.option.replace('::', '.')}." for t in translations
                      if t.code == "ONX301" and "::" in t.option}
-                    | {f"target=torch.ops.{op.name().replace('::', '.')}]"
+                    | {f"target=torch.ops.{op}]"  # aten.relu.default: name() drops .default
                        for op in (req.custom_translation_table or {}) if hasattr(op, "name")})
     if not targets:
         return None

@@ -74,17 +74,58 @@ def test_fix_writing_an_api_the_target_lacks_is_held_back() -> None:
 
 
 def test_what_the_table_holds_back_within_the_targets() -> None:
-    """Within the targets the CLI takes, two facts change advice: fallback= (removed in 2.11)
-    and torch.compiler.is_exporting() being False under torch.compile (2.12); every other API
-    a fix writes is in torch 2.9."""
+    """Within the targets the CLI takes, three facts change advice: fallback= (removed in 2.11),
+    an aten op's translation used whatever its parameter names (2.11) and
+    torch.compiler.is_exporting() being False under torch.compile (2.12); every other API a fix
+    writes is in torch 2.9."""
     newest = torch_apis.newest_supported()
     for api in torch_apis.API_TABLE:
         if api.keyword == "fallback":
             assert api.available((2, 10)) and not api.available((2, 11))
         elif api is torch_apis.EXPORTING_ONLY_UNDER_EXPORT:
             assert not api.available((2, 11)) and api.available((2, 12))
+        elif api is torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE:
+            assert not api.available((2, 10)) and api.available((2, 11))
         else:
             assert api.available(torch_apis.MIN_TARGET) and api.available(newest), api.name
+
+
+ATEN_SYMBOLIC = """import torch
+
+
+def relu6(g, x):
+    return g.op("Clip", x, g.op("Constant", value_t=torch.tensor(0.0)),
+                g.op("Constant", value_t=torch.tensor(6.0)))
+
+
+def main(model, x):
+    torch.onnx.register_custom_op_symbolic("::relu", relu6, 11)
+    torch.onnx.export(model, (x,), "m.onnx")
+"""
+
+
+@pytest.mark.parametrize("target,decorated", [("2.9", True), ("2.10", True), ("2.11", False),
+                                              ("2.13", False)])
+def test_aten_translation_matches_every_node_for_targets_before_2_11(
+        capsys, tmp_path, monkeypatch, target, decorated) -> None:
+    """torch 2.9-2.10 silently use their own translation of an aten op when the custom one's
+    parameter names are not the op's argument names (``x`` for aten::relu's ``self``): for
+    those targets the generated translation declares none (tests/symbolics exports it)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(ATEN_SYMBOLIC)
+    assert cli(capsys, "--write", "--unsafe-fixes", "-q", "--target-torch", target, "a.py")[0] in (0, 1)
+    text = (tmp_path / "a_onnx.py").read_text()
+    assert "custom_translation_table=a_onnx.translation_table()" in (tmp_path / "a.py").read_text()
+    assert ('@matches_every_node("aten::relu")\ndef relu6(x):' in text) is decorated
+    assert ("def matches_every_node(" in text) is decorated
+    if decorated:  # the helper is defined before the decorator runs: the module imports
+        assert text.index("def matches_every_node(") < text.index("@matches_every_node")
+        ns: dict = {}
+        exec(compile(text, "a_onnx.py", "exec"), ns)  # noqa: S102 - the rewriter's own output
+        import inspect
+
+        assert inspect.signature(ns["relu6"]).parameters == {}
+        assert ns["relu6"].__name__ == "relu6"
 
 
 def test_cli_and_config(capsys, tmp_path, monkeypatch) -> None:

@@ -13,6 +13,8 @@ import torch
 import translations as T
 import vision_style_ops as V
 
+from compat import torch_apis
+
 RELU_AS_MAX = '''
 import torch
 
@@ -95,6 +97,27 @@ def test_relu_override_is_translated_and_matches_torchscript(tmp_path):
 def test_aten_override_keeps_its_python_default(tmp_path):
     _check(tmp_path, GELU_FAST, "gelu_fast", "aten::gelu", "aten::gelu",
            Gelu().eval(), (torch.randn(2, 4),), 11)
+
+
+@pytest.mark.parametrize("target", [(2, 9), (2, 10), (2, 11), torch_apis.newest_supported()])
+def test_aten_override_is_applied_on_the_installed_torch_and_by_name_for_the_target(
+        tmp_path, target):
+    """torch 2.9-2.10 use an aten op's custom translation only when its parameter names are the
+    op's argument names (``relu_as_max(x)``, not ``self``) and silently take torchlib's
+    otherwise; 2.11 takes it whatever they are (``torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE``).
+    A translation written for a target before 2.11 is ``@matches_every_node`` and applied on
+    every torch; one written for a later target is applied on the torches that fact holds for
+    (checked here on the installed torch, so the table stays true in the matrix)."""
+    x = torch.randn(3, 5)
+    mod, text, tr = T.translated_module(RELU_AS_MAX, "relu_as_max", "aten::relu",
+                                        str(tmp_path), opset=9, target=target)
+    assert tr.ok, tr.blockers
+    api = torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE
+    assert ('@matches_every_node("aten::relu")\ndef relu_as_max(x):' in text) == (not api.available(target))
+    ops = [n.op_type for n in T.export_translated(Relu().eval(), (x,), mod.translation_table())
+           .graph.node]
+    applied = "@matches_every_node" in text or api.available(torch_apis.installed_torch())
+    assert ("Max" in ops, "Relu" in ops) == (applied, not applied), (ops, text)
 
 
 @pytest.mark.needs_torchscript
