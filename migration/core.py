@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from compat.catalog import prefilter_tokens
 
 from .analysis import Context, _splitlines, analyze
+from .generated import module_name
 from .ledger import LedgerIndex, shift_lines
 from .model import SYNTAX_ERROR, Finding
 from .noqa import Directives
@@ -169,7 +170,7 @@ def _apply(text: str, tree: ast.Module, fixes: list[Finding], dropped: list[str]
         live = [f for f in live if f not in bad]
     if not done and not imports:
         return text, []
-    return splice(layout, done, imports), live
+    return splice(layout, done, imports, path, (module_name(path),)), live
 
 
 def _signature(f: Finding) -> tuple:

@@ -10,7 +10,8 @@ the body of ``with <code>:``, the ``before``/``follow``/``after`` statements sta
 ``with_unwrap`` (statement code)
 on a With; ``importfrom_module`` (module) on an ImportFrom; ``drop_import`` (the bound name) on
 an Import or ImportFrom; ``drop_stmt`` on an expression statement (removed with its line);
-``import`` (statement) at (0, 0).
+``import`` (statement) at (0, 0) is not the fixer's: :mod:`migration.splice` inserts those
+where ruff's isort puts them (:mod:`migration.import_order`).
 """
 
 from __future__ import annotations
@@ -280,12 +281,8 @@ class _Fixer(cst.CSTTransformer):
     def __init__(self, edits: Iterable[Edit]) -> None:
         super().__init__()
         self.by_key: dict[Key, list[Edit]] = defaultdict(list)
-        self.imports: list[str] = []
         for e in edits:
-            if e.kind == "import":
-                if e.args[0] not in self.imports:
-                    self.imports.append(e.args[0])
-            elif e not in self.by_key[e.key]:
+            if e.kind != "import" and e not in self.by_key[e.key]:
                 self.by_key[e.key].append(e)
         self.frames: list[dict[str, list[str]]] = []
         # trailing comments of an unwrapped ``with`` block, by the statement they now follow
@@ -444,21 +441,7 @@ class _Fixer(cst.CSTTransformer):
         if self.footers:
             body, footer = self._place_footers(updated.body, updated.footer)
             updated = updated.with_changes(body=body, footer=footer)
-        if not self.imports:
-            return updated
-        body = list(updated.body)
-        at = 0
-        for i, stmt in enumerate(body):
-            if isinstance(stmt, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom))
-                or (i == 0 and isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString))
-                for s in stmt.body
-            ):
-                at = i + 1
-            elif at or i > 0:
-                break
-        new = [cst.parse_statement(s) for s in self.imports]
-        return updated.with_changes(body=body[:at] + new + body[at:])
+        return updated
 
 
 def _final_newline(text: str) -> str:

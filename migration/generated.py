@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from compat.files import atomic_write
 
+from .import_order import lines_after, sorted_block
 from .model import Edit
 
 SUFFIX = "_onnx"
@@ -112,18 +113,20 @@ def _digest(body: str) -> str:
 def render(module: str, entries: Sequence[Entry]) -> str:
     """The module's text for ``entries`` (by name; a later entry of the same name wins).
 
-    The same entries give the same text whatever their order, the working directory or the time.
+    The same entries give the same text whatever their order, the working directory or the time;
+    the imports are sorted as ruff's isort sorts them (a project without a ruff configuration
+    rooted at the module's folder).
     """
     by_name = {e.name: e for e in entries}
     ordered = sorted(by_name.values(), key=lambda e: (_rank(e, by_name.values()), e.name))
     origins = sorted({f"{_relative(e.origin, module)}:{e.line}" for e in ordered},
                      key=lambda s: (s.rsplit(":", 1)[0], int(s.rsplit(":", 1)[1])))
-    imports = sorted({imp for e in ordered for imp in e.imports}, key=_import_order)
+    imports = sorted_block(module, (imp for e in ordered for imp in e.imports))
     parts = ['"""ONNX translations and ops for torch.onnx.export(..., dynamo=True)."""', "",
-             "from __future__ import annotations", ""]
-    parts += imports
-    for e in ordered:
-        parts += ["", "", f"{_ENTRY}{e.name} from {_relative(e.origin, module)}:{e.line}"]
+             "from __future__ import annotations", *([""] + imports if imports else [])]
+    for i, e in enumerate(ordered):
+        parts += [""] * (lines_after(e.code) if i == 0 else 2)
+        parts += [f"{_ENTRY}{e.name} from {_relative(e.origin, module)}:{e.line}"]
         if e.doc:
             parts += [f"# {line}".rstrip() for line in e.doc.splitlines()]
         parts.append(e.code.strip("\n"))
@@ -166,11 +169,6 @@ def _rank(entry: Entry, entries: Iterable[Entry]) -> int:
 def _decorators(code: str) -> str:
     """The decorator lines of a definition's ``code`` (run as the module is imported)."""
     return "\n".join(line for line in code.splitlines() if line.startswith("@"))
-
-
-def _import_order(statement: str) -> tuple[int, str]:
-    """``from __future__`` first, then plain imports, then ``from`` imports, each sorted."""
-    return (0 if statement.startswith("import ") else 1, statement)
 
 
 def _wrap(text: str, width: int = 99) -> list[str]:

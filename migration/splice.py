@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from .import_order import insertions
 from .model import Edit, Key
 from .verify import Region, lost, split_lines
 
@@ -69,20 +70,6 @@ class Layout:
 
     def span(self, first: int, last: int) -> tuple[int, int]:
         return self.offsets[first - 1], self.offsets[min(last, len(self.lines))]
-
-    def import_offset(self) -> int:
-        """Where inserted imports go: after the leading docstring and imports (as before)."""
-        at = 0
-        for i, g in enumerate(self.groups):
-            if all(isinstance(s, (ast.Import, ast.ImportFrom))
-                   or (i == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                       and isinstance(s.value.value, str)) for s in g.stmts):
-                at = i + 1
-            elif at or i > 0:
-                break
-        if at == 0:
-            return self.offsets[self.groups[0].first - 1] if self.groups else 0
-        return self.span(self.groups[at - 1].first, self.groups[at - 1].last)[1]
 
     def future_flags(self) -> int:
         flags = 0
@@ -216,16 +203,14 @@ def rewrite_piece(layout: Layout, piece: Piece, path: str, flags: int) -> str:
     return new
 
 
-def splice(layout: Layout, new_pieces: Sequence[tuple[Piece, str]], imports: Sequence[str]) -> str:
-    """The module with each piece replaced by its new text and ``imports`` inserted."""
+def splice(layout: Layout, new_pieces: Sequence[tuple[Piece, str]], imports: Sequence[str],
+           path: str, beside: Iterable[str] = ()) -> str:
+    """The module with each piece replaced by its new text and ``imports`` inserted where
+    ruff's isort puts them (:mod:`migration.import_order`; ``beside``: the modules to be written
+    beside the file)."""
     cuts: list[tuple[int, int, str]] = [(*layout.span(p.first, p.last), new)
                                         for p, new in new_pieces]
-    if imports:
-        at = layout.import_offset()
-        text = "".join(f"{imp}{layout.newline}" for imp in imports)
-        if at == len(layout.text) and layout.text and not layout.text.endswith(("\n", "\r")):
-            text = layout.newline + text.removesuffix(layout.newline)
-        cuts.append((at, at, text))
+    cuts += [(at, at, text) for at, text in insertions(layout, imports, path, beside)]
     cuts.sort(key=lambda c: (c[0], c[1]))
     out, pos = [], 0
     for start, end, new in cuts:

@@ -78,8 +78,8 @@ def test_eval_evident_through_with_block() -> None:
 # to the TorchScript exporter only where the step cannot follow
 def test_old_opset_exports_at_18_then_converts() -> None:
     src = "torch.onnx.export(model, (x,), 'd.onnx', opset_version=11)\n"
-    assert rw(src) == (
-        "import torch_onnx_compat as compat\n"
+    assert rw(src) == (  # the inserted import sits among H's, where ruff's isort puts it
+        "import torch\nimport torch_onnx_compat as compat\nfrom torch.onnx import TrainingMode\n"
         "# compat.migrate: torch exports opset 18 here; compat.convert_opset brings the file down to\n"
         "#   opset_version=11\n"
         "torch.onnx.export(model, (x,), 'd.onnx', opset_version=18, dynamo=True, external_data=False)\n"
@@ -97,8 +97,8 @@ def test_old_opset_follows_ledger_evidence() -> None:
     src = H + "torch.onnx.export(model, (x,), path, opset_version=11)\n"
     out, _, _, _ = fix_text(src, "t.py", Options(fix=True), evidence={
         3: {"route_taken": "dynamo", "output": "/o/d.onnx"}})
-    assert out == H + (
-        "import torch_onnx_compat as compat\n"
+    assert out == (
+        "import torch\nimport torch_onnx_compat as compat\nfrom torch.onnx import TrainingMode\n"
         "# compat.migrate: torch exports opset 18 here; compat.convert_opset brings the file down to\n"
         "#   opset_version=11\n"
         "torch.onnx.export(model, (x,), path, opset_version=18, dynamo=True, external_data=False)\n"
@@ -134,7 +134,7 @@ def test_inserted_onnx_import_does_not_shadow() -> None:
     header = "import torch\nfrom torch import onnx\n"
     src = "torch.onnx.export(m, x, 'm.onnx', enable_onnx_checker=True, dynamo=False)\n"
     assert rw(src, unsafe=True, header=header) == (
-        "import onnx as _onnx\n"
+        "import onnx as _onnx\nimport torch\nfrom torch import onnx\n"
         "torch.onnx.export(m, x, 'm.onnx', dynamo=False)\n_onnx.checker.check_model('m.onnx')\n")
 
 
@@ -142,7 +142,7 @@ def test_inserted_compat_import_does_not_shadow() -> None:
     header = "import torch\nfrom mylib import compat\n"
     src = "torch.onnx.register_custom_op_symbolic('::gelu', g, 1)\n"
     assert rw(src, header=header) == (
-        "import torch_onnx_compat as _compat\n"
+        "import torch\nimport torch_onnx_compat as _compat\nfrom mylib import compat\n"
         "_compat.register_custom_op_symbolic('::gelu', g, 1)\n")
 
 

@@ -122,7 +122,8 @@ def test_imports_that_stay() -> None:
                           "try:\n    from torch.onnx import TrainingMode as T2\n")
     init = rw("from torch.onnx import register_custom_op_symbolic\n"
               "register_custom_op_symbolic('::gelu', g, 11)\n", path="pkg/__init__.py")
-    assert init.startswith("from torch.onnx import register_custom_op_symbolic\n")
+    assert init.startswith("import torch_onnx_compat as compat\n"
+                           "from torch.onnx import register_custom_op_symbolic\n")
 
 
 def test_a_dropped_arguments_comments_go_with_it() -> None:

@@ -307,7 +307,7 @@ def test_external_data_on_torchscript_route_moves_weights_after_export() -> None
     out = fix("\ntorch.onnx.export(m, (x,), 'out/m.onnx', use_external_data_format=True, "
               "custom_opsets={'d': 2})\n")
     assert out == (
-        "import onnx\n\n"
+        "import onnx\nimport torch\nfrom torch.onnx import TrainingMode\n\n"
         "# compat.migrate: dynamo=False because custom_opsets={'d': 2} is ignored by torch's torch.export\n"
         "#   exporter (only compat.export translates it there)\n"
         "torch.onnx.export(m, (x,), 'out/m.onnx', custom_opsets={'d': 2}, dynamo=False)\n"
