@@ -35,6 +35,14 @@ nnq, nniq = torch.ao.nn.quantized, torch.ao.nn.intrinsic.quantized
 ENGINES = [e for e in ("x86", "fbgemm", "qnnpack") if e in torch.backends.quantized.supported_engines]
 
 
+@pytest.fixture(autouse=True)
+def _seeded() -> None:
+    """The same weights whatever ran before on this worker: with the RNG state a previous test
+    left, 4 of 80 seeds put an intermediate value on a rounding boundary, which onnxruntime's and
+    torch's float arithmetic round apart, and the output then differs by two steps, not one."""
+    torch.manual_seed(0)
+
+
 @pytest.fixture(params=ENGINES[:1] + ENGINES[-1:] if len(ENGINES) > 1 else ENGINES)
 def engine(request):
     saved = torch.backends.quantized.engine
