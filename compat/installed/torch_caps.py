@@ -214,7 +214,8 @@ def export_leaks_buffer_assignment_hook() -> bool:
     capture fails (torch 2.9 to 2.12: ``torch.export._trace`` and aot_autograd's ``graph_capture``
     remove it only after tracing succeeds; 2.13 removes it in a ``finally``). The hook holds the
     captured module, so a model whose torch.export-route export failed stays alive for the
-    process, and assigning one of its buffers later runs the stale hook. Decided by version from
+    process, and registering a buffer on it later fails in the stale hook (AssertionError
+    "expected FakeTensor", 2.12.1). Decided by version from
     2.13; before, probed by a failing non-strict export of a one-line module (its leftover hook
     removed)."""
     if not has_dynamo_exporter() or at_least(BUFFER_HOOK_REMOVED_ON_FAILURE):
@@ -240,7 +241,7 @@ def export_leaks_buffer_assignment_hook() -> bool:
         export(module, (torch.zeros(1),), strict=False)
     except Exception:  # noqa: BLE001, S110 - the capture is meant to fail; what it leaves is the answer
         pass
-    return remove_hooks_holding(hooks, [k for k in hooks if k not in before], module) > 0
+    return remove_hooks_holding(hooks, [k for k in list(hooks) if k not in before], module) > 0
 
 
 def onnx_lstm_node_misshaped() -> bool:
