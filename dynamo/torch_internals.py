@@ -356,6 +356,8 @@ def _clear_dispatch_cache(op: Any) -> None:
     if not isinstance(cache, dict):
         raise _moved(f"{op}._dispatch_cache")
     cache.clear()
+
+
 # ---------------------------------------------------------------- buffer-assignment hooks
 
 

@@ -215,9 +215,8 @@ def export_leaks_buffer_assignment_hook() -> bool:
     remove it only after tracing succeeds; 2.13 removes it in a ``finally``). The hook holds the
     captured module, so a model whose torch.export-route export failed stays alive for the
     process, and registering a buffer on it later fails in the stale hook (AssertionError
-    "expected FakeTensor", 2.12.1). Decided by version from
-    2.13; before, probed by a failing non-strict export of a one-line module (its leftover hook
-    removed)."""
+    "expected FakeTensor", 2.12.1). Decided by version from 2.13; before, probed by a failing
+    non-strict export of a one-line module (its leftover hook removed)."""
     if not has_dynamo_exporter() or at_least(BUFFER_HOOK_REMOVED_ON_FAILURE):
         return False
     from compat.installed.torch_internals import lookup, remove_hooks_holding
