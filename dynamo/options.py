@@ -99,6 +99,7 @@ def plan(req: ExportRequest) -> Plan:
     _verbose(req, out)
     _operator_export_type(req, out)
     _eager_quantized(req, out)
+    _buffer_hooks_removed(req, out)
     for option in ("operator_export_type", "export_modules_as_functions", "autograd_inlining"):
         value = getattr(req, option)
         if option in given and facts.disposition(option, value).kind == "dropped":  # type: ignore[union-attr]
@@ -305,6 +306,22 @@ def _missing_decompositions(out: Plan) -> None:
         return
     _recorded_when_used(out, functools.partial(missing_decompositions.registered, names),
                         missing_decompositions.OPTION, missing_decompositions.ACTION)
+
+
+def _buffer_hooks_removed(req: ExportRequest, out: Plan) -> None:
+    """On a torch whose failed capture leaves a buffer-assignment hook holding the model
+    (``torch_caps``' probe: 2.9 to 2.12), the hooks holding the captured module are removed after
+    the export, so a model whose export failed is not kept alive by torch."""
+    import torch
+
+    from compat.installed import torch_caps
+
+    from . import torch_internals
+
+    model = out.model if out.model is not None else req.model
+    if not isinstance(model, torch.nn.Module) or not torch_caps.export_leaks_buffer_assignment_hook():
+        return
+    out.contexts.append(functools.partial(torch_internals.buffer_assignment_hooks_removed, model))
 
 
 def _recorded_when_used(out: Plan, context: Any, option: str, action: str) -> None:

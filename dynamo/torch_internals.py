@@ -23,6 +23,7 @@ from compat.installed import torch_caps
 from compat.installed.torch_internals import lookup as _get
 from compat.installed.torch_internals import moved as _moved
 from compat.installed.torch_internals import need as _need
+from compat.installed.torch_internals import remove_hooks_holding
 
 #: the route's other private torch pieces: (module, dotted attribute)
 ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
@@ -355,6 +356,26 @@ def _clear_dispatch_cache(op: Any) -> None:
     if not isinstance(cache, dict):
         raise _moved(f"{op}._dispatch_cache")
     cache.clear()
+
+
+# ---------------------------------------------------------------- buffer-assignment hooks
+
+
+@contextlib.contextmanager
+def buffer_assignment_hooks_removed(model: Any) -> Iterator[None]:
+    """On exit, success or not, remove the buffer-assignment hooks registered while the block ran
+    whose closure holds ``model`` (``torch_caps.export_leaks_buffer_assignment_hook``: torch 2.9
+    to 2.12 leave the one of a failed capture). Hooks the user or anything else registered, or
+    that hold another module, are left alone."""
+    hooks = _need(*torch_caps.BUFFER_REGISTRATION_HOOKS)
+    before = set(hooks)
+    try:
+        yield
+    finally:
+        # list(): a snapshot, another thread's export may register a hook meanwhile
+        remove_hooks_holding(hooks, [k for k in list(hooks) if k not in before], model)
+
+
 # ---------------------------------------------------------------- draft capture (torch.export.draft_export)
 
 

@@ -197,6 +197,52 @@ def export_refuses_tensor_attribute_assignment() -> bool:
     return False
 
 
+#: the hooks every ``nn.Module`` runs when a buffer is assigned; torch.export's non-strict capture
+#: registers one there holding the module it captures
+BUFFER_REGISTRATION_HOOKS = ("torch.nn.modules.module", "_global_buffer_registration_hooks")
+#: the first torch whose capture removes that hook when the capture fails (in a ``finally``)
+BUFFER_HOOK_REMOVED_ON_FAILURE = "2.13"
+
+
+class _ProbeFailure(Exception):
+    """Raised by the probe module's forward: the capture fails there."""
+
+
+@functools.cache
+def export_leaks_buffer_assignment_hook() -> bool:
+    """torch.export's non-strict capture leaves its buffer-assignment hook registered when the
+    capture fails (torch 2.9 to 2.12: ``torch.export._trace`` and aot_autograd's ``graph_capture``
+    remove it only after tracing succeeds; 2.13 removes it in a ``finally``). The hook holds the
+    captured module, so a model whose torch.export-route export failed stays alive for the
+    process, and registering a buffer on it later fails in the stale hook (AssertionError
+    "expected FakeTensor", 2.12.1). Decided by version from 2.13; before, probed by a failing
+    non-strict export of a one-line module (its leftover hook removed)."""
+    if not has_dynamo_exporter() or at_least(BUFFER_HOOK_REMOVED_ON_FAILURE):
+        return False
+    from compat.installed.torch_internals import lookup, remove_hooks_holding
+
+    try:
+        hooks = lookup(*BUFFER_REGISTRATION_HOOKS)
+        export = lookup("torch.export", "export")
+    except (ImportError, AttributeError):
+        return False
+    if not isinstance(hooks, dict):
+        return False
+    import torch
+
+    class Fails(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise _ProbeFailure
+
+    module = Fails()
+    before = set(hooks)
+    try:
+        export(module, (torch.zeros(1),), strict=False)
+    except Exception:  # noqa: BLE001, S110 - the capture is meant to fail; what it leaves is the answer
+        pass
+    return remove_hooks_holding(hooks, [k for k in list(hooks) if k not in before], module) > 0
+
+
 def onnx_lstm_node_misshaped() -> bool:
     """torch's ONNX translation of ``aten::lstm`` writes an LSTM node whose output shape fails
     ONNX shape inference ("Inferred shape and existing shape differ in rank: (3) vs (4)"):

@@ -11,6 +11,7 @@ raises ``TorchInternalsMoved``.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from typing import Any
 
 from compat.errors import TorchInternalsMoved
@@ -137,6 +138,24 @@ def module_children(m: Any) -> list[Any]:
     if isinstance(children, dict):
         return list(children.values())
     return list(m.children())  # a ScriptModule's wrapper (or a torch that moved ``_modules``)
+
+
+def remove_hooks_holding(hooks: dict[Any, Any], keys: Iterable[Any], obj: Any) -> int:
+    """Remove from the hook registry ``hooks`` the entries of ``keys`` whose function's closure
+    holds ``obj`` itself (one of its free variables); how many were removed."""
+    removed = 0
+    for key in list(keys):
+        cells = getattr(hooks.get(key), "__closure__", None) or ()
+        for cell in cells:
+            try:
+                held = cell.cell_contents
+            except ValueError:  # a free variable not bound yet
+                continue
+            if held is obj:
+                hooks.pop(key, None)
+                removed += 1
+                break
+    return removed
 
 
 def tree_leaves(tree: Any) -> list[Any]:

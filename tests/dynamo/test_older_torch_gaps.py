@@ -7,13 +7,17 @@ recorded in the ledger when used:
 - their ONNX LSTM node fails shape inference, and an LSTM/GRU on a dynamic sequence bakes its
   length (no while_loop body): the LSTM is decomposed into its cells, a dynamic sequence refused
   by name (``test_legacy_interface``);
-- ``aten.hann_window.periodic`` has no decomposition (nor ONNX translation) before 2.12.
+- ``aten.hann_window.periodic`` has no decomposition (nor ONNX translation) before 2.12;
+- a failed non-strict capture leaves its buffer-assignment hook registered, holding the model
+  (the model stays alive, and assigning one of its buffers runs the stale hook).
 """
 
 from __future__ import annotations
 
+import gc
 import io
 import warnings
+import weakref
 
 import numpy as np
 import onnxruntime as ort
@@ -23,7 +27,8 @@ from torch import nn
 
 import compat
 from compat.installed import torch_caps
-from dynamo import missing_decompositions, rnn_decompositions
+from compat.installed.torch_internals import lookup
+from dynamo import missing_decompositions, rnn_decompositions, torch_internals
 
 
 def _export(model: nn.Module, args: tuple, **options) -> tuple[ort.InferenceSession, list[str]]:
@@ -94,3 +99,58 @@ def test_hann_window_exports_as_torch_computes_it(periodic):
                                rtol=1e-5, atol=1e-6)
     lacks = torch_caps.lacks_decomposition("hann_window.periodic")
     assert (missing_decompositions.ACTION in actions) == lacks
+
+
+class RefusesCapture(nn.Module):
+    """Fails in torch.export's capture (as a model it cannot capture does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            raise NotImplementedError("captured by the TorchScript tracer only")
+        return self.fc(x)
+
+
+def _buffer_hooks() -> dict:
+    return lookup(*torch_caps.BUFFER_REGISTRATION_HOOKS)
+
+
+def test_a_failed_export_leaves_no_buffer_hook_holding_the_model():
+    seen: list[str] = []
+    users = nn.modules.module.register_module_buffer_registration_hook(lambda m, name, b: seen.append(name))
+    try:
+        before = set(_buffer_hooks())
+        model = RefusesCapture()
+        ref = weakref.ref(model)
+        with pytest.raises(compat.ExportFailed), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compat.export(model, (torch.randn(2, 4),), io.BytesIO(), route="dynamo")
+        assert set(_buffer_hooks()) == before  # the user's hook kept, none added
+        model.register_buffer("scale", torch.ones(1))  # a stale capture hook asserts on a real tensor
+        assert seen == ["scale"]
+        del model
+        gc.collect()
+        assert ref() is None, "the model is still alive after its export failed"
+    finally:
+        users.remove()
+
+
+def test_only_the_hooks_holding_the_model_are_removed():
+    model, other = nn.Linear(1, 1), nn.Linear(1, 1)
+
+    def holding(module: nn.Module):
+        return nn.modules.module.register_module_buffer_registration_hook(lambda m, name, b: module and None)
+
+    earlier = holding(model)  # registered before the export: not the capture's
+    with torch_internals.buffer_assignment_hooks_removed(model):
+        stale, others = holding(model), holding(other)
+        plain = nn.modules.module.register_module_buffer_registration_hook(lambda m, name, b: None)
+    try:
+        assert stale.id not in _buffer_hooks()
+        assert {earlier.id, others.id, plain.id} <= set(_buffer_hooks())
+    finally:
+        for handle in (earlier, stale, others, plain):
+            handle.remove()
