@@ -229,8 +229,9 @@ def fake_cuda_guard_dies_with_its_thread() -> bool:
     guard with a fake one. On torch 2.9 to 2.11, c10's ``ensureCUDADeviceGuardSet`` keeps that
     guard in a ``thread_local``, so the global registry points at freed memory once that thread
     ends, and the next export in another thread segfaults. Measured on 2.11.0 (CUDA build on a
-    machine with no GPU): eight threads exporting one after another crash; 2.12.1 keeps the guard
-    in a static. A version decision plus a probe: there is no CUDA device."""
+    machine with no GPU): exports in threads that end one after another crash; 2.12.1 keeps the
+    guard in a static (pytorch/pytorch#178950, "Fix use after free in ensureCUDADeviceGuardSet").
+    A version decision plus a probe: there is no CUDA device."""
     if not has_dynamo_exporter() or at_least("2.12"):
         return False
     import torch
