@@ -30,6 +30,11 @@ def export(req: ExportRequest) -> Outcome:
     from . import hf_caches, options, quiet, symbolics, validate
     from .capture import export_program
 
+    if torch_caps.fake_cuda_guard_dies_with_its_thread():  # before any FakeTensorMode (plan's probes)
+        from .torch_internals import keep_fake_cuda_guard
+
+        keep_fake_cuda_guard()
+
     outcome = Outcome(route=ROUTE)
     start = time.perf_counter()
     plan = options.plan(req)

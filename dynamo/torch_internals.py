@@ -16,6 +16,7 @@ import contextvars
 import functools
 import importlib
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -51,6 +52,8 @@ ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch.fx.experimental.symbolic_shapes", "optimization_hint"),
     ("torch._subclasses.fake_tensor", "unset_fake_temporarily"),
     ("torch.library", "get_ctx"),
+    # installs FakeTensorMode's fake CUDA device guard (keep_fake_cuda_guard)
+    ("torch._C", "_ensureCUDADeviceGuardSet"),
 )
 
 #: where a torch that applies the RNN while_loop decompositions in its ONNX decomposition step
@@ -230,6 +233,40 @@ def size_hint(dim: Any) -> int | None:
 def fake_mode_off() -> Any:
     """A context in which tensors are real again inside a fake kernel."""
     return _need("torch._subclasses.fake_tensor", "unset_fake_temporarily")()
+
+
+_guard_lock = threading.Lock()
+_guard_kept = False
+
+
+def keep_fake_cuda_guard() -> None:
+    """Install torch's fake CUDA device guard, once per process, from a thread that lives as
+    long as the process (``torch_caps.fake_cuda_guard_dies_with_its_thread``): the main thread,
+    or else a parked daemon thread. Later installs find it set and keep it."""
+    global _guard_kept
+    with _guard_lock:
+        if _guard_kept:
+            return
+        ensure = _need("torch._C", "_ensureCUDADeviceGuardSet")
+        if threading.current_thread() is threading.main_thread():
+            ensure()
+        else:
+            done, failed = threading.Event(), []
+
+            def keeper() -> None:
+                try:
+                    ensure()
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+                    failed.append(exc)
+                done.set()
+                if not failed:
+                    threading.Event().wait()  # the guard dies with this thread: never end it
+
+            threading.Thread(target=keeper, name="torch-onnx-compat-cuda-guard", daemon=True).start()
+            done.wait()
+            if failed:
+                raise failed[0]
+        _guard_kept = True
 
 
 def destroy_library(lib: Any) -> None:

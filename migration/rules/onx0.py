@@ -538,9 +538,13 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
             why = "custom symbolics in this file, and the call passes its own translation table"
             return _via_compat(ctx, ec, [why])
         module, imports = _generated_import(ctx, ec)
-        edits += [Edit("add", ec.key, ("custom_translation_table",
-                                       f"{module}.translation_table()")), imports]
-        route.generated = (*route.generated, *_as_the_shim_applied(translations.entries, site))
+        entries = _as_the_shim_applied(translations.entries, site)
+        # every translation left out of the table (torch's own symbolics applied): the generated
+        # module then has no translation_table(), and plain torch needs none
+        if any(e.table_key for e in entries) or translations.applies:
+            edits += [Edit("add", ec.key, ("custom_translation_table",
+                                           f"{module}.translation_table()")), imports]
+        route.generated = (*route.generated, *entries)
         route.made.append("custom symbolics translated")
         if ctx.facts.get("drop_legacy_symbolics"):  # the export no longer needs them
             edits += [e for e in (symbolic_plan.droppable(ctx, r) for r in translations.registrations) if e]

@@ -54,3 +54,34 @@ def test_eight_threads_first_export_all_complete(tmp_path):
     proc = run_python(f"import sys; sys.argv[1:] = [{str(tmp_path)!r}]\n" + code, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("ALL EIGHT OK"), proc.stdout[-3000:]
+
+
+_ONE_THREAD_AFTER_ANOTHER = """
+import os, sys, threading
+import torch
+import compat
+
+x = torch.randn(2, 4)
+
+def work(i):
+    model = torch.nn.Linear(4, 3).eval()
+    compat.export(model, (x,), os.path.join(sys.argv[1], f"m{i}.onnx"), route="dynamo")
+
+for i in range(3):
+    thread = threading.Thread(target=work, args=(i,))
+    thread.start()
+    thread.join()
+    print(f"export {i} ok", flush=True)
+"""
+
+
+def test_exports_in_threads_that_end_one_after_another(tmp_path):
+    """Each export in its own thread, started after the previous one ended. Without a CUDA
+    device, torch 2.9-2.11 keep the fake CUDA device guard FakeTensorMode installs in the first
+    exporting thread's thread_local: the second export segfaulted (2.11.0, CUDA build, no GPU;
+    torch_caps.fake_cuda_guard_dies_with_its_thread). The shim installs it from a thread that
+    does not end."""
+    code = f"import sys; sys.argv[1:] = [{str(tmp_path)!r}]\n" + _ONE_THREAD_AFTER_ANOTHER
+    proc = run_python(code, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-1000:], proc.stderr[-3000:])
+    assert proc.stdout.splitlines() == [f"export {i} ok" for i in range(3)]
