@@ -484,8 +484,9 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
                'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)'),
     "ONX202": ('torch.onnx.export(model, (x,), "model.onnx", use_external_data_format=True)',
                'torch.onnx.export(model, (x,), "model.onnx", external_data=True, dynamo=True)'),
-    "ONX203": ('torch.onnx.export(model, (x,), "model.onnx", enable_onnx_checker=True)',
-               ('import onnx\n\n'
+    "ONX203": (('import torch\n\n'
+                'torch.onnx.export(model, (x,), "model.onnx", enable_onnx_checker=True)'),
+               ('import onnx\nimport torch\n\n'
                'torch.onnx.export(model, (x,), "model.onnx", dynamo=True, external_data=False)\n'
                'onnx.checker.check_model("model.onnx")')),
     "ONX204": ('torch.onnx.export(model, (x,), "model.onnx", strip_doc_string=True)',
