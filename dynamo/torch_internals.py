@@ -52,8 +52,6 @@ ROUTE_INTERNALS: tuple[tuple[str, str], ...] = (
     ("torch.fx.experimental.symbolic_shapes", "optimization_hint"),
     ("torch._subclasses.fake_tensor", "unset_fake_temporarily"),
     ("torch.library", "get_ctx"),
-    # installs FakeTensorMode's fake CUDA device guard (keep_fake_cuda_guard)
-    ("torch._C", "_ensureCUDADeviceGuardSet"),
 )
 
 #: where a torch that applies the RNN while_loop decompositions in its ONNX decomposition step

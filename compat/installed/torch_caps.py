@@ -272,17 +272,18 @@ def fake_cuda_guard_dies_with_its_thread() -> bool:
     """torch's fake CUDA device guard lives only as long as the thread that installed it.
 
     Entering FakeTensorMode (every torch.export) without a CUDA device replaces the CUDA device
-    guard with a fake one. On torch 2.9 to 2.11, c10's ``ensureCUDADeviceGuardSet`` keeps that
+    guard with a fake one. On torch 2.10 and 2.11, c10's ``ensureCUDADeviceGuardSet`` keeps that
     guard in a ``thread_local``, so the global registry points at freed memory once that thread
     ends, and the next export in another thread segfaults. Measured on 2.11.0 (CUDA build on a
     machine with no GPU): exports in threads that end one after another crash; 2.12.1 keeps the
     guard in a static (pytorch/pytorch#178950, "Fix use after free in ensureCUDADeviceGuardSet").
-    A version decision plus a probe: there is no CUDA device."""
+    A version decision plus probes: torch has the guard (2.9's FakeTensorMode installs none, and
+    ``torch._C`` has no ``_ensureCUDADeviceGuardSet``), and there is no CUDA device."""
     if not has_dynamo_exporter() or at_least("2.12"):
         return False
     import torch
 
-    return torch.cuda.device_count() == 0
+    return hasattr(torch._C, "_ensureCUDADeviceGuardSet") and torch.cuda.device_count() == 0
 
 
 # --- custom symbolics on the torch.export route (private internals live in dynamo/torch_internals.py)

@@ -77,7 +77,7 @@ for i in range(3):
 
 def test_exports_in_threads_that_end_one_after_another(tmp_path):
     """Each export in its own thread, started after the previous one ended. Without a CUDA
-    device, torch 2.9-2.11 keep the fake CUDA device guard FakeTensorMode installs in the first
+    device, torch 2.10-2.11 keep the fake CUDA device guard FakeTensorMode installs in the first
     exporting thread's thread_local: the second export segfaulted (2.11.0, CUDA build, no GPU;
     torch_caps.fake_cuda_guard_dies_with_its_thread). The shim installs it from a thread that
     does not end."""
