@@ -10,6 +10,7 @@ import torch
 from scale_models import TorchScriptOnly, mlp, transformer
 
 import compat
+from compat.installed import torch_caps
 from compat.tools.parity import ParityReport
 
 AXES = {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}
@@ -133,7 +134,11 @@ def test_dynamic_shapes_are_probed_on_both_routes() -> None:
 
     report = _quiet_compare(transformer(), (torch.randn(2, 5, 16),),
                             dynamic_shapes={"src": {0: Dim("batch"), 1: Dim("seq")}})
-    assert report.verdict == "differs"
+    if torch_caps.at_least("2.10"):
+        assert report.verdict == "differs"
+    else:  # torch 2.9's torch.export specializes both axes of nn.TransformerEncoder
+        assert report.verdict == "one-route-only"
+        assert any("dynamo failed: dynamic shape constraints violated" in d for d in report.differences)
     assert any("legacy route's model fails in onnxruntime at seq=6" in d for d in report.differences)
 
 
