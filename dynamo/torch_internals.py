@@ -407,8 +407,7 @@ def buffer_assignment_hooks_removed(model: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        # list(): a snapshot, another thread's export may register a hook meanwhile
-        remove_hooks_holding(hooks, [k for k in list(hooks) if k not in before], model)
+        remove_hooks_holding(hooks, before, model)
 
 
 # ---------------------------------------------------------------- draft capture (torch.export.draft_export)

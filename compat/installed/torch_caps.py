@@ -240,7 +240,7 @@ def export_leaks_buffer_assignment_hook() -> bool:
         export(module, (torch.zeros(1),), strict=False)
     except Exception:  # noqa: BLE001, S110 - the capture is meant to fail; what it leaves is the answer
         pass
-    return remove_hooks_holding(hooks, [k for k in list(hooks) if k not in before], module) > 0
+    return remove_hooks_holding(hooks, before, module) > 0
 
 
 def onnx_lstm_node_misshaped() -> bool:

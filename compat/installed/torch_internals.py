@@ -11,7 +11,7 @@ raises ``TorchInternalsMoved``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Collection
 from typing import Any
 
 from compat.errors import TorchInternalsMoved
@@ -140,11 +140,13 @@ def module_children(m: Any) -> list[Any]:
     return list(m.children())  # a ScriptModule's wrapper (or a torch that moved ``_modules``)
 
 
-def remove_hooks_holding(hooks: dict[Any, Any], keys: Iterable[Any], obj: Any) -> int:
-    """Remove from the hook registry ``hooks`` the entries of ``keys`` whose function's closure
-    holds ``obj`` itself (one of its free variables); how many were removed."""
+def remove_hooks_holding(hooks: dict[Any, Any], before: Collection[Any], obj: Any) -> int:
+    """Remove from the hook registry ``hooks`` the entries added since it held the keys ``before``
+    whose function's closure holds ``obj`` itself (one of its free variables); how many were
+    removed."""
     removed = 0
-    for key in list(keys):
+    # list(): a snapshot, another thread's export may register a hook meanwhile
+    for key in [k for k in list(hooks) if k not in before]:
         cells = getattr(hooks.get(key), "__closure__", None) or ()
         for cell in cells:
             try:
