@@ -38,6 +38,10 @@ INPUT_BINDING = "input_names bound in forward() parameter order"
 NOT_PARAMETERS = "input-name keys mapped to forward() parameters for dynamic_shapes"
 #: the same note as ledgers before 0.1 worded it (it alarmed users of a normal HF call)
 NOT_PARAMETERS_OLD = "keys that are not forward() parameters"
+#: the torch.export route's ledger note where it tiled a size-1 example on a dynamic axis before
+#: capture (followed by the size, then ``for capture on [<input>[<axis>] (<name>), ...]``): plain
+#: torch before 2.10 exports such an axis static (``torch_apis.SIZE_ONE_AXIS_DYNAMIC``)
+SIZE_ONE_TILED = "size-1 examples tiled to"
 
 #: what the torch.export route records (a translation's option and the start of its action) where
 #: it exports a model plain ``torch.onnx.export(dynamo=True)`` would export differently, with the

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat import catalog_facts as facts
-from compat.catalog import INPUT_BINDING, NOT_PARAMETERS
+from compat.catalog import INPUT_BINDING, NOT_PARAMETERS, SIZE_ONE_TILED
 from compat.errors import CompatTypeError, CompatValueError, OpsetNotReached, RouteFailed
 from compat.request import TRAINING_MODES, ExportRequest, Translation
 
@@ -163,7 +163,7 @@ def _dynamic_axes(req: ExportRequest, out: Plan) -> None:
     action = (f"translated to dynamic_shapes (Dim.AUTO per axis; an axis the model fixes is exported "
               f"static and noted); dim_params named {names}")
     if sp.enlarged:
-        action += f"; size-1 examples tiled to {dynamic_shapes.CAPTURE_SIZE} for capture on {sp.enlarged}"
+        action += f"; {SIZE_ONE_TILED} {dynamic_shapes.CAPTURE_SIZE} for capture on {sp.enlarged}"
     if sp.unmatched:
         action += f"; keys naming no input/output ignored with a warning: {sp.unmatched}"
     singles = {p.name for p in req.params or () if dynamic_shapes._default_name(p)}

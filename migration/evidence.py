@@ -8,10 +8,11 @@ tests pass, is one record).
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
-from compat.catalog import INPUT_BINDING, NOT_PARAMETERS, NOT_PARAMETERS_OLD
+from compat.catalog import INPUT_BINDING, NOT_PARAMETERS, NOT_PARAMETERS_OLD, SIZE_ONE_TILED
 
 from .ledger import ROUTES, shim_only
 
@@ -25,6 +26,8 @@ _CONVERTED = re.compile(r"^(?P<opset>\d+): built at (?P<built>\d+), converted to
                         r"down-conversion \((?P<rewritten>\d+) nodes rewritten, "
                         r"(?P<relabelled>\d+) relabelled\)")
 _DIM_NAMES = re.compile(r"dim_params named \[(?P<names>[^\]]*)\]")
+_TILED = re.compile(re.escape(SIZE_ONE_TILED)
+                    + r" \d+ for capture on (?P<axes>\[(?:'[^']*'(?:, )?)*\])")
 _LIST_FORM = re.compile(r"_dynamic_axes_\d+$")
 
 
@@ -123,6 +126,16 @@ class Site:
             if m:
                 out |= {n.strip().strip("'\"") for n in m.group("names").split(",") if n.strip()}
         return out
+
+    def size_one_axes(self) -> list[str]:
+        """The dynamic axes whose size-1 example the shim tiled before capture
+        (``image[0] (batch)``), over the records, in first-seen order."""
+        out: list[str] = []
+        for t in self._translations("dynamic_axes"):
+            m = _TILED.search(t["action"])
+            if m:
+                out += ast.literal_eval(m.group("axes"))
+        return list(dict.fromkeys(out))
 
     def names_by_parameter(self) -> bool:
         """Whether every record's dynamic axes were keyed by forward() parameters holding one

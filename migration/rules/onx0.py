@@ -15,7 +15,7 @@ import textwrap
 from compat import catalog_facts as facts
 from compat.catalog import DYNAMO_MIN_OPSET, HF_CACHE_REGISTRATION
 from compat.catalog_facts import OPTION_CODES
-from compat.torch_apis import DYNAMO_KEYWORD_SINCE
+from compat.torch_apis import DYNAMO_KEYWORD_SINCE, SIZE_ONE_AXIS_DYNAMIC
 
 from .. import draft_plan, evidence, generated, pins, symbolic_plan, train_mode
 from ..analysis import Context, ExportCall, literal, option_value
@@ -152,6 +152,17 @@ def _step_blocker(ctx: Context, ec: ExportCall, site: evidence.Site | None) -> s
     if not isinstance(ctx.block_statement(ec.node), ast.Expr):
         return "the call is not a statement of its own (its result is used)"
     return ""
+
+
+def _size_one_problem(ctx: Context, site: evidence.Site | None) -> str | None:
+    """Why plain torch of the target exports static an axis the shim kept dynamic by tiling
+    its size-1 example (None: it keeps it dynamic, or no record shows such an example)."""
+    target = ctx.facts.get("target_torch")
+    tiled = site.size_one_axes() if site is not None else []
+    if not tiled or target is None or SIZE_ONE_AXIS_DYNAMIC.available(target):
+        return None
+    return (f"the shim tiled the size-1 example of {', '.join(tiled)} to keep the axis dynamic; "
+            f"{SIZE_ONE_AXIS_DYNAMIC.why_not(target)} (--target-torch)")
 
 
 def _opset_step(ctx: Context, ec: ExportCall, site: evidence.Site | None
@@ -510,7 +521,7 @@ def decide(ctx: Context, ec: ExportCall) -> Route:
                                 axes.plain_dims_problem(ctx, ec, site, bool(route.dim_names)))
                     if p]
         route.convert, why = _opset_step(ctx, ec, site)
-        problems += [why] if why else []
+        problems += [p for p in (why, _size_one_problem(ctx, site)) if p]
         output_names = _output_names_edits(ctx, ec, site)
         if isinstance(output_names, str):
             problems.append(output_names)

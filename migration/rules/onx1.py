@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 
 from compat import catalog_facts as facts
+from compat import torch_apis
+from compat.torch_apis import SIZE_ONE_AXIS_DYNAMIC
 
 from .. import evidence
 from ..analysis import SHIM_MODULES, Context, ExportCall, Option, literal
@@ -173,7 +175,7 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
                      (Edit("rename", k, (name, "dynamic_shapes")),
                       Edit("set", k, ("dynamic_shapes", shapes)), *imports))
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, *edits, *add_route),
-                     anchor=ec.node)
+                     anchor=ec.node, note="" if site is not None else _size_one_caveat(ctx))
         elif name == "training":
             drop = Edit("drop", k, (name,))
             if evidently_eval(ctx, ec):
@@ -189,6 +191,17 @@ def check_export(ctx: Context, ec: ExportCall, route: Route) -> None:
         else:
             ctx.emit(code, opt.value, "safe", ec.edits_for(opt, Edit("drop", k, (name,)),
                                                            *add_route), anchor=ec.node)
+
+
+def _size_one_caveat(ctx: Context) -> str:
+    """What a target torch that exports a size-1 example's dynamic axis static asks of the
+    examples, where no ledger shows their sizes."""
+    target = ctx.facts.get("target_torch")
+    if target is None or SIZE_ONE_AXIS_DYNAMIC.available(target):
+        return ""
+    return (f"torch {torch_apis.shown(target)} (--target-torch) exports a dynamic axis static "
+            "where its example has size 1: give examples of size >= 2 there, or migrate with "
+            "a ledger, which shows the sizes")
 
 
 @register("call", order=10)

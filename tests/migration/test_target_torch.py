@@ -74,10 +74,10 @@ def test_fix_writing_an_api_the_target_lacks_is_held_back() -> None:
 
 
 def test_what_the_table_holds_back_within_the_targets() -> None:
-    """Within the targets the CLI takes, three facts change advice: fallback= (removed in 2.11),
-    an aten op's translation used whatever its parameter names (2.11) and
-    torch.compiler.is_exporting() being False under torch.compile (2.12); every other API a fix
-    writes is in torch 2.9."""
+    """Within the targets the CLI takes, four facts change advice: fallback= (removed in 2.11),
+    a dynamic axis kept dynamic where its example has size 1 (2.10), an aten op's translation
+    used whatever its parameter names (2.11) and torch.compiler.is_exporting() being False under
+    torch.compile (2.12); every other API a fix writes is in torch 2.9."""
     newest = torch_apis.newest_supported()
     for api in torch_apis.API_TABLE:
         if api.keyword == "fallback":
@@ -86,6 +86,8 @@ def test_what_the_table_holds_back_within_the_targets() -> None:
             assert not api.available((2, 11)) and api.available((2, 12))
         elif api is torch_apis.ATEN_OVERRIDE_ANY_SIGNATURE:
             assert not api.available((2, 10)) and api.available((2, 11))
+        elif api is torch_apis.SIZE_ONE_AXIS_DYNAMIC:
+            assert not api.available((2, 9)) and api.available((2, 10))
         else:
             assert api.available(torch_apis.MIN_TARGET) and api.available(newest), api.name
 
@@ -282,3 +284,61 @@ def test_function_op_migrated_for_2_12_trains_under_torch_compile(capsys, tmp_pa
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.stdout.split() == ["True", "True"], done.stderr[-2000:]
+
+
+SIZE_ONE_SRC = """
+torch.onnx.export(m, (x,), "m.onnx", input_names=["image"], output_names=["logits"],
+                  dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
+"""
+
+
+def _tiled_ledger(tiled: bool) -> dict:
+    """Ledger evidence for SIZE_ONE_SRC's call as the shim records it (dynamo/options.py)."""
+    from compat.catalog import SIZE_ONE_TILED
+    from migration.ledger import LedgerIndex
+
+    action = ("translated to dynamic_shapes (Dim.AUTO per axis; an axis the model fixes is "
+              "exported static and noted); dim_params named ['batch']")
+    if tiled:
+        action += f"; {SIZE_ONE_TILED} 2 for capture on ['image[0] (batch)']"
+    index = LedgerIndex()
+    index.add({"call_site": "/ci/repo/t.py:3", "status": "ok", "route_taken": "dynamo",
+               "route_requested": "auto", "model": "Net",
+               "translations": [{"option": "dynamic_axes", "code": "ONX101", "action": action}]},
+              "/")
+    return index.evidence("/x/repo/t.py")
+
+
+@pytest.mark.parametrize("target", [(2, 9), (2, 10), (2, 13)])
+def test_size_one_example_keeps_the_shim_where_the_target_exports_the_axis_static(target) -> None:
+    """torch 2.9's exporter specializes a dynamic axis whose example has size 1 (the shim tiles
+    the example first): where the ledger shows the shim tiled one, a call migrated for 2.9 stays
+    on compat.export naming why; for 2.10 and later it moves to plain torch."""
+    src = H + textwrap.dedent(SIZE_ONE_SRC)
+    opts = Options(fix=True, unsafe_fixes=True, target_torch=target)
+    out, _, _, _ = fix_text(src, "t.py", opts, _tiled_ledger(tiled=True))
+    if target == (2, 9):
+        assert "compat.export(m, (x,)" in out and "dynamic_axes=" in out
+        assert ("the shim tiled the size-1 example of image[0] (batch) to keep the axis "
+                "dynamic; torch.onnx.export(dynamo=True) keeping a dynamic axis whose example "
+                "has size 1 needs torch >= 2.10, not 2.9") in " ".join(
+                    line.removeprefix("#").strip(" :") for line in out.splitlines())
+    else:
+        assert "dynamic_shapes=" in out and "dynamo=True" in out and "compat.export" not in out
+    # a ledger showing no size-1 example: plain torch for every target, with no caveat
+    untiled, _, _, _ = fix_text(src, "t.py", opts, _tiled_ledger(tiled=False))
+    assert "dynamic_shapes=" in untiled and "compat.export" not in untiled
+    found = check_text(src, "t.py", Options(target_torch=target), _tiled_ledger(tiled=False))
+    assert not any("size 1" in f.message for f in found)
+
+
+def test_size_one_caveat_without_a_ledger() -> None:
+    """Without a ledger the example sizes are unknown: for torch 2.9 the dynamic_axes fix says
+    what that torch asks of the examples; for 2.10 it says nothing more."""
+    src = H + textwrap.dedent(SIZE_ONE_SRC)
+    old, new = (next(f for f in check_text(src, "t.py", Options(target_torch=t))
+                     if f.code == "ONX101") for t in ((2, 9), (2, 10)))
+    assert old.applicability == new.applicability == "safe"
+    assert ("torch 2.9 (--target-torch) exports a dynamic axis static where its example has "
+            "size 1: give examples of size >= 2 there") in old.message
+    assert "size 1" not in new.message
