@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import size_one  # tests/helpers
 import warm_python  # tests/helpers: commands that import torch, forked warm
 
 from compat import torch_apis
@@ -119,8 +120,13 @@ def _case(name: str):
 
 @pytest.mark.parametrize("script", [_case(n) for n in SCRIPTS if n not in UNTRANSLATED])
 def test_migrated_script_exports_on_plain_torch_the_shims_model(migrated, script):
+    """Each script finishes on plain torch; for torch 2.9 one where the shim tiled a size-1
+    example stays on compat.export, saying why."""
     old, new, text = migrated[script]
-    assert not finished(text, new), (finished(text, new), text)
+    if size_one.kept_on_the_shim(old):
+        assert "calls compat.export" in finished(text, new) and size_one.says_why(text), text
+    else:
+        assert not finished(text, new), (finished(text, new), text)
     rows = verify(str(old), str(new))
     assert rows and all(r.verdict in PASSING for r in rows), to_text(rows, old.name, new.name)
 

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import size_one  # tests/helpers
 import warm_python  # tests/helpers: commands that import torch, forked warm
 
 from compat.tools.verify_migration import PASSING, to_text, verify
@@ -173,7 +174,13 @@ def _rows(migrated, model: str) -> list:
 
 @pytest.mark.slow
 def test_both_helpers_leave_the_shim(migrated):
-    _, _, text = migrated
+    """Both leave the shim; for torch 2.9 yolov5's (its example has batch 1) stays, saying why."""
+    old, _, text = migrated
+    if size_one.kept_on_the_shim(old):
+        assert text.count("compat.export(") == 1 and size_one.says_why(text), text
+        states = sorted(state for state, _ in classify(text))
+        assert states == ["finished with a post-step", "left on the shim"], text
+        return
     assert not re.search(r"\bcompat\.export\b", text), text
     assert text.count("dynamo=True") == 2, text
     assert [state for state, _ in classify(text)] == ["finished with a post-step"] * 2, text
@@ -204,12 +211,16 @@ def test_computed_axes_the_model_fixes_export_static(migrated):
 @pytest.mark.slow
 def test_axes_built_at_run_time_become_dynamic_shapes_and_named_dims(migrated):
     """yolov5's form: dynamic_shapes and compat.name_dims read the variable at run time, and
-    compat.convert_opset brings the file to 12; with and without dynamic axes."""
-    _, _, text = migrated
+    compat.convert_opset brings the file to 12; with and without dynamic axes (for torch 2.9 its
+    batch-1 example keeps it on compat.export, and the models are the shim's)."""
+    old, _, text = migrated
+    rows = [r for r in _rows(migrated, "Image") if r.old and not r.old.endswith(f":{HF_LINE}")]
+    if size_one.kept_on_the_shim(old):
+        assert len(rows) == 2 and all(r.verdict in PASSING for r in rows), to_text(rows, "old", "new")
+        return
     assert "dynamic_axes=" not in text.split("def export_onnx", 1)[1].split("if __name__")[0], text
     assert "compat.name_dims(f, {name: axes for name, axes in (dynamic or None or {}).items() " \
            "if name in output_names})" in text, text
-    rows = [r for r in _rows(migrated, "Image") if r.old and not r.old.endswith(f":{HF_LINE}")]
     assert len(rows) == 2 and all(r.verdict in PASSING for r in rows), to_text(rows, "old", "new")
 
 
