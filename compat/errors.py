@@ -86,6 +86,17 @@ class SymbolicNotApplied(RouteFailed):
         self.construct = construct
 
 
+class DraftCaptureDeferred(RouteFailed):
+    """torch.export stopped at a data-dependent guard and the draft capture that would bake the
+    example's branch was left until the routes after this one have been tried (auto, below the
+    opset the torch.export route builds at). ``first`` is torch.export's own failure: a later
+    attempt of the route starts its draft capture from it."""
+
+    def __init__(self, route: str, reason: str, first: BaseException) -> None:
+        super().__init__(route, reason, first)
+        self.first = first
+
+
 class OpsetNotReached(RouteFailed):
     """torch.export exported the model, but it could not be brought down to the requested opset.
 

@@ -53,6 +53,22 @@ def export(req: ExportRequest) -> Outcome:
     return _export(req)
 
 
+def draft_later(why: str) -> contextlib.AbstractContextManager[None]:
+    """While the block runs, an export that needs the draft capture (a data-dependent guard)
+    raises ``DraftCaptureDeferred`` instead (for auto: another route is tried first)."""
+    from .capture import draft_later as _later
+
+    return _later(why)
+
+
+def draft_from(first: BaseException) -> contextlib.AbstractContextManager[None]:
+    """While the block runs, an export starts with the draft capture: torch.export's capture
+    failed with ``first`` (a ``DraftCaptureDeferred``'s) on an earlier attempt."""
+    from .capture import draft_from as _from
+
+    return _from(first)
+
+
 @contextlib.contextmanager
 def output_pytrees(model: Any) -> Iterator[None]:
     """While the block runs, the containers the route flattens into graph inputs and outputs

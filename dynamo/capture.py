@@ -14,19 +14,27 @@ innermost frame of the model's or a library's code): the ledger, the ONX003 warn
 ``compat report`` show them. The draft capture is refused (the first failure is raised, with a
 note) when torch reports anything else than specialised guards (a fake kernel generated from a
 real run, dynamic shapes it had to change), and for an ``ExportedProgram`` (captured already).
+
+auto's dispatcher may ask for the draft capture later (``draft_later``): below the opset the
+route builds at, the TorchScript route (whose tracer bakes the same branch) is tried first, and
+a second attempt of this route starts its draft capture from torch.export's failure
+(``draft_from``) rather than capturing again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import linecache
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.errors import DraftCaptureDeferred
 from compat.policy.route_noise import is_model_source
 
 from . import draft_ops, torch_internals
+from .quiet import describe_block
 
 #: the only draft_export finding that is a bake (a guard specialised on the example's values)
 BAKED_KIND = "DATA_DEPENDENT_ERROR"
@@ -41,6 +49,11 @@ LAYOUT_DECIDERS = frozenset({"pick_memory_format", "suggest_memory_format", "is_
 KERNEL_CHOICES = ("is_contiguous(", "_select_conv_backend(")
 #: the ``classify`` reason (``dynamo/route.py``) that a draft capture answers
 DATA_DEPENDENT = "data-dependent control flow"
+
+#: set while auto defers the draft capture: why, for the reason of the DraftCaptureDeferred raised
+_DRAFT_LATER: ContextVar[str | None] = ContextVar("draft_later", default=None)
+#: set on a later attempt: torch.export's failure from the attempt that deferred the draft capture
+_DRAFT_FROM: ContextVar[BaseException | None] = ContextVar("draft_from", default=None)
 
 
 @dataclass
@@ -60,26 +73,57 @@ def export_program(
     """``export(model, args, kwargs=..., dynamo=True, **options)``; when it fails on a
     data-dependent guard (``classify``), the draft capture's program exported the same way.
     ``quiet()`` holds what the first attempt prints (a ``Capture``): replayed unless the draft
-    capture succeeds (torch's dump of the guard it stopped at is no news then)."""
+    capture succeeds (torch's dump of the guard it stopped at is no news then). Within
+    ``draft_later`` the draft capture is not run (``DraftCaptureDeferred``); within
+    ``draft_from`` torch's own capture is not run again."""
     held = quiet()
-    first: BaseException | None = None
-    try:
-        with held:
-            try:
-                return Captured(export(model, args, None, kwargs=kwargs, dynamo=True, **options))
-            except Exception as exc:
-                if not _draft_applies(model, exc, classify):
-                    raise
-                first = exc
-    finally:
-        if first is None:
+    first = _DRAFT_FROM.get()
+    if first is None:
+        try:
+            with held:
+                try:
+                    return Captured(export(model, args, None, kwargs=kwargs, dynamo=True, **options))
+                except Exception as exc:
+                    if not _draft_applies(model, exc, classify):
+                        raise
+                    first = exc
+        finally:
+            if first is None:
+                _replay(held)
+        later = _DRAFT_LATER.get()
+        if later is not None:
             _replay(held)
+            deferred = DraftCaptureDeferred("dynamo", f"{DATA_DEPENDENT} ({later})", first)
+            deferred.where = describe_block(DATA_DEPENDENT, first)
+            raise deferred from first
     try:
         program, baked = draft(model, args, kwargs, options.get("dynamic_shapes"), first)
     except BaseException:
         _replay(held)
         raise
     return Captured(export(program, args, None, kwargs=kwargs, dynamo=True, **options), baked)
+
+
+@contextlib.contextmanager
+def draft_later(why: str) -> Iterator[None]:
+    """While the block runs, a capture that needs the draft capture raises
+    ``DraftCaptureDeferred`` (its reason says ``why``) instead of running it."""
+    token = _DRAFT_LATER.set(why)
+    try:
+        yield
+    finally:
+        _DRAFT_LATER.reset(token)
+
+
+@contextlib.contextmanager
+def draft_from(first: BaseException) -> Iterator[None]:
+    """While the block runs, capture goes straight to the draft capture: torch.export failed
+    with ``first`` on an earlier attempt of the same request."""
+    token = _DRAFT_FROM.set(first)
+    try:
+        yield
+    finally:
+        _DRAFT_FROM.reset(token)
 
 
 def _replay(held: Any) -> None:

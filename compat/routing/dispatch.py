@@ -18,6 +18,7 @@ from compat import catalog
 from compat.errors import (
     AcceptanceFailed,
     CompatValueError,
+    DraftCaptureDeferred,
     ExportFailed,
     OpsetNotReached,
     RouteFailed,
@@ -262,8 +263,9 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
     # only torch.export marks example inputs
     marks = model_state.inputs_preserved(req.args, req.kwargs) if "dynamo" in route_plan.routes \
         else contextlib.nullcontext()
+    routes = list(route_plan.routes)  # a deferred draft capture appends the torch.export route
     with _LOCK, model_state.preserved(req.model, will_train=req.training == "TRAINING"), marks:
-        for name in route_plan.routes:
+        for position, name in enumerate(routes):  # sees what is appended while it runs
             module = route_module(name)
             outcome = None
             # torch's own warnings and log lines of the attempt: dropped on success, logged on failure
@@ -273,7 +275,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 if name == "legacy":
                     route_req, converted = shapes_to_axes.for_torchscript(req)
                 # the forward may write to the model
-                with model_state.route_guard(req.model, name, req.verify), noise:
+                with model_state.route_guard(req.model, name, req.verify), noise, \
+                        _draft_timing(req, route_plan, routes[position + 1:], name, failures):
                     outcome = module.export(route_req)
                     if name == "dynamo":
                         acceptance.check(req, outcome)  # a model that differs is a RouteFailed
@@ -290,6 +293,8 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                     saving.discard(outcome)
                 noise.add_to_log(exc)
                 failures[name] = exc
+                if isinstance(exc, DraftCaptureDeferred):
+                    routes.append(name)  # its draft capture, should the routes after it fail
                 continue
             if name == "dynamo" and route_plan.requested == "auto" and "legacy" in route_plan.routes \
                     and "legacy" not in failures:
@@ -311,6 +316,29 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
         failures[name] = RouteFailed(name, "route unavailable",
                                      RouteUnavailable(f"not tried: {why}"))
     raise ExportFailed(failures)
+
+
+def _draft_timing(req: ExportRequest, route_plan: RoutePlan, later: list[str], name: str,
+                  failures: dict[str, RouteFailed]) -> contextlib.AbstractContextManager[Any]:
+    """When the torch.export route's draft capture runs. It waits under auto, below the opset the
+    route builds at, for a call with fixed input shapes, when the TorchScript route is still to
+    come: there the tracer bakes the example's branch as the draft capture does, into a model of
+    the same fixed shapes (with dynamic axes the tracer can bake the example's sizes too: README,
+    Data-dependent branches), and the draft capture with its translation, down-conversion and
+    acceptance check is the route's costly part. A later attempt of the route starts its draft
+    capture from the deferred attempt's failure, which it replaces in ``failures``."""
+    if name != "dynamo":
+        return contextlib.nullcontext()
+    deferred = failures.get(name)
+    if isinstance(deferred, DraftCaptureDeferred):
+        del failures[name]
+        return route_module(name).draft_from(deferred.first)
+    if (route_plan.requested == "auto" and "legacy" in later and req.opset_version is not None
+            and req.opset_version < catalog.DYNAMO_MIN_OPSET and not req.layout.axes):
+        return route_module(name).draft_later(
+            f"draft capture deferred: at opset {req.opset_version} and fixed input shapes the "
+            f"TorchScript route, baking the branch alike, is tried first")
+    return contextlib.nullcontext()
 
 
 def _closer_of_both(req: ExportRequest, outcome: Outcome) -> Outcome:

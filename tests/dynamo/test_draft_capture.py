@@ -327,3 +327,69 @@ def test_a_baked_model_is_also_checked_at_half_its_example_size(tmp_path, monkey
     assert labels[0] == "the example input" and labels[1].startswith(f"n={n + 1} ")
     assert labels[2].startswith(f"n={n // 2} "), labels
     assert record["acceptance"]["status"] == "passed"
+
+
+class SumGate(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2 + 1
+        return x - 1
+
+
+class SumGateAttention(torch.nn.Module):
+    """A branch on data, then an operator the TorchScript exporter writes from opset 14 only."""
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return torch.nn.functional.scaled_dot_product_attention(x, x, x) * 2
+        return x
+
+
+def test_auto_below_opset_18_tries_torchscript_before_the_draft_capture(tmp_path):
+    """Issue 35 item 6: auto at opset 11 paid torch.export's draft capture, translation,
+    down-conversion and acceptance check before it fell back (Faster R-CNN: most of its time);
+    with fixed input shapes the tracer bakes the same branch, so the TorchScript route goes
+    first and the ledger says why the draft capture was deferred."""
+    x = torch.rand(2, 3)
+    proto, record = parity.compat_proto(SumGate(), (x,), tmp_path / "auto", "auto",
+                                        opset_version=11, input_names=["x"])
+    assert record["route_taken"] == "legacy"
+    assert record["fallback_reason"].startswith(
+        "dynamo: data-dependent control flow (draft capture deferred: at opset 11 and fixed input "
+        "shapes the TorchScript route, baking the branch alike, is tried first) at ")
+    assert "`if x.sum() > 0:`" in record["fallback_reason"]
+    # no draft capture ran: nothing baked by it, no acceptance check of its model
+    assert record["baked"] == [] and record["acceptance"] is None
+    assert "dynamo" in record["attempt_logs"]
+    np.testing.assert_allclose(parity.run(proto, {"x": x})[0], (x * 2 + 1).numpy(), rtol=1e-6)
+    # route="dynamo" unchanged: the draft capture bakes the branch, written at opset 11
+    _, own = parity.compat_proto(SumGate(), (x,), tmp_path / "dynamo", "dynamo", opset_version=11,
+                                 input_names=["x"])
+    assert own["route_taken"] == "dynamo" and own["fallback_reason"] is None
+    assert [b["source"] for b in own["baked"]] == ["if x.sum() > 0:"]
+
+
+def test_a_deferred_draft_capture_still_delivers_when_torchscript_fails(tmp_path):
+    """Never worse than before: when the TorchScript route fails too, the torch.export route's
+    draft capture runs after it and its model is delivered, as when it ran first."""
+    x = torch.rand(1, 2, 4, 8)
+    proto, record = parity.compat_proto(SumGateAttention(), (x,), tmp_path, "auto",
+                                        opset_version=11, input_names=["x"])
+    assert record["route_taken"] == "dynamo"
+    assert record["fallback_reason"].startswith("legacy: TorchScript export failed")
+    assert "dynamo" not in record["fallback_reason"]  # the deferred attempt is not a failure
+    assert [b["source"] for b in record["baked"]] == ["if x.sum() > 0:"]
+    assert "ONX003" in record["warnings"] and record["acceptance"]["status"] == "passed"
+    assert {o.version for o in proto.opset_import if o.domain == ""} == {11}
+    np.testing.assert_allclose(parity.run(proto, {"x": x})[0], SumGateAttention()(x).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_with_dynamic_axes_auto_keeps_the_draft_capture_first(tmp_path):
+    """With dynamic axes the tracer can bake the example's sizes as well as its branch (README,
+    Data-dependent branches): there auto keeps the torch.export route's draft capture first."""
+    x = torch.rand(2, 3)
+    _, record = parity.compat_proto(SumGate(), (x,), tmp_path, "auto", opset_version=11,
+                                    input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    assert record["route_taken"] == "dynamo" and record["fallback_reason"] is None
+    assert [b["source"] for b in record["baked"]] == ["if x.sum() > 0:"]
