@@ -42,6 +42,10 @@ NOT_PARAMETERS_OLD = "keys that are not forward() parameters"
 #: capture (followed by the size, then ``for capture on [<input>[<axis>] (<name>), ...]``): plain
 #: torch before 2.10 exports such an axis static (``torch_apis.SIZE_ONE_AXIS_DYNAMIC``)
 SIZE_ONE_TILED = "size-1 examples tiled to"
+#: the torch.export route's failure reason where auto tried the TorchScript route before its draft
+#: capture (compat/routing/dispatch.py): a TorchScript export then says nothing of whether plain
+#: torch's torch.export exporter serves the call (migrate asks for a ``--route dynamo`` record)
+DRAFT_DEFERRED = "draft capture deferred"
 
 #: what the torch.export route records (a translation's option and the start of its action) where
 #: it exports a model plain ``torch.onnx.export(dynamo=True)`` would export differently, with the

@@ -12,7 +12,13 @@ import ast
 import re
 from dataclasses import dataclass
 
-from compat.catalog import INPUT_BINDING, NOT_PARAMETERS, NOT_PARAMETERS_OLD, SIZE_ONE_TILED
+from compat.catalog import (
+    DRAFT_DEFERRED,
+    INPUT_BINDING,
+    NOT_PARAMETERS,
+    NOT_PARAMETERS_OLD,
+    SIZE_ONE_TILED,
+)
 
 from .ledger import ROUTES, shim_only
 
@@ -39,9 +45,14 @@ class Site:
 
     @property
     def ok(self) -> list[dict]:
-        """The records of exports that succeeded on a route."""
-        return [r for r in self.records
+        """The records of exports that succeeded on a route, but a TorchScript export after a
+        deferred draft capture of a model the torch.export route exported too (``compat run
+        --route dynamo``): it says nothing of what the torch.export route does."""
+        done = [r for r in self.records
                 if r.get("status", "ok") == "ok" and r.get("route_taken") in ROUTES]
+        on_dynamo = {r.get("model") for r in done if r["route_taken"] == "dynamo"}
+        return [r for r in done if not (r["route_taken"] == "legacy" and r.get("model") in on_dynamo
+                                        and DRAFT_DEFERRED in str(r.get("fallback_reason") or ""))]
 
     @property
     def routes(self) -> set[str]:

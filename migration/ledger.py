@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from compat.catalog import HF_CACHE_REGISTRATION, SHIM_ONLY_TRANSLATIONS
+from compat.catalog import DRAFT_DEFERRED, HF_CACHE_REGISTRATION, SHIM_ONLY_TRANSLATIONS
 from compat.files import find_project_root
 
 ROUTES = ("dynamo", "legacy")
@@ -65,25 +65,37 @@ class SiteEvidence:
     failed: set[str] = field(default_factory=set)
     shim_only: set[str] = field(default_factory=set)  # of any torch.export-route success here
     records: list[dict] = field(default_factory=list)  # every record, for migration/evidence.py
+    #: every TorchScript-route success here came after auto deferred the draft capture
+    legacy_by_deferral: bool = True
 
     def add(self, record: dict) -> None:
         self.records.append(record)
-        self.failed |= failed_routes(record)
+        deferred = DRAFT_DEFERRED in str(record.get("fallback_reason") or "")
+        # a deferred draft capture is no failure of the torch.export route: it was not finished
+        self.failed |= failed_routes(record) - ({"dynamo"} if deferred else set())
         route = record.get("route_taken")
         if record.get("status", "ok") == "ok" and route in ROUTES:
             self.ok[route] = record
+            if route == "legacy" and not deferred:
+                self.legacy_by_deferral = False
             if route == "dynamo":
                 self.shim_only.update(shim_only(record))
 
     def verdict(self) -> dict:
         """A record-shaped verdict: ``route_taken`` is the route to pin (None: pin nothing from
         the ledger), ``failed_routes`` the routes never to pin. A route that failed here is never
-        chosen; a site that exported on both routes (in different runs) counts as legacy."""
+        chosen; a site that exported on both routes (in different runs) counts as legacy, unless
+        its TorchScript exports came only after auto deferred the draft capture (``compat run
+        --route dynamo`` then recorded what the torch.export route does). ``draft_deferred``:
+        the TorchScript route is chosen, and only from such exports."""
         usable = [r for r in ROUTES if r in self.ok and r not in self.failed]
+        if "dynamo" in usable and self.legacy_by_deferral:
+            usable = [r for r in usable if r != "legacy"]
         chosen = "legacy" if "legacy" in usable else usable[0] if usable else None
         base = dict(self.ok[chosen]) if chosen else {"route_taken": None, "status": "failed"}
         base["route_taken"] = chosen
         base["failed_routes"] = sorted(self.failed)
+        base["draft_deferred"] = chosen == "legacy" and self.legacy_by_deferral
         if chosen == "dynamo" and self.shim_only:  # one call site, many models: any of them
             base["shim_only"] = sorted(self.shim_only)
         base["records"] = list(self.records)

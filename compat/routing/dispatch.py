@@ -336,7 +336,7 @@ def _draft_timing(req: ExportRequest, route_plan: RoutePlan, later: list[str], n
     if (route_plan.requested == "auto" and "legacy" in later and req.opset_version is not None
             and req.opset_version < catalog.DYNAMO_MIN_OPSET and not req.layout.axes):
         return route_module(name).draft_later(
-            f"draft capture deferred: at opset {req.opset_version} and fixed input shapes the "
+            f"{catalog.DRAFT_DEFERRED}: at opset {req.opset_version} and fixed input shapes the "
             f"TorchScript route, baking the branch alike, is tried first")
     return contextlib.nullcontext()
 

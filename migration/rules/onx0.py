@@ -34,9 +34,17 @@ def _comment(ctx: Context, ec: ExportCall, route: Route) -> list[str]:
         return _pin_lines(f"dynamo=False because {reasons}", ctx, ec)
     if route.evidence is not None:
         reason = route.evidence.get("fallback_reason") or "the ledger recorded the TorchScript route"
+        if route.evidence.get("draft_deferred"):
+            reason += f"; {DEFERRED_ADVICE}"
         return _pin_lines(f"dynamo=False (ledger: {reason})", ctx, ec)
     tag = "TODO(compat.migrate)" if any(c == "ONX101" for c, _ in route.pins) else "compat.migrate"
     return _pin_lines(f"dynamo=False because {reasons}", ctx, ec, tag)
+
+
+#: what a pin from TorchScript exports after a deferred draft capture adds: the torch.export
+#: route was not finished there, a record of it can move the call
+DEFERRED_ADVICE = ("to move this call to dynamo=True, record it with `compat run --route dynamo "
+                   "--ledger` and migrate again")
 
 
 def _enabled(ctx: Context, ec: ExportCall, code: str) -> bool:
@@ -670,6 +678,8 @@ def check_export(ctx: Context, ec: ExportCall) -> Route:
         note = "dynamo=False: " + "; ".join(r for _, r in route.pins)
     elif route.from_ledger:
         note = f"ledger: exported on the {'torch.export' if route.dynamo else 'TorchScript'} route"
+        if route.evidence.get("draft_deferred"):  # type: ignore[union-attr]
+            note += f" (the torch.export route's draft capture deferred): {DEFERRED_ADVICE}"
     elif route.dynamo:
         note = "dynamo=True"
     else:
