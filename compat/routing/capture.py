@@ -217,12 +217,20 @@ def _c_fflush() -> Any:
 
 def _read(fh: Any) -> str:
     """What the scratch file ``fh`` holds; the file is then emptied and kept for this thread's
-    next capture (closed when that fails or enough are kept)."""
+    next capture (closed when that fails or enough are kept). Read through its descriptor (only
+    fds 1/2 wrote to it): one ``fstat`` when nothing was printed, the common case."""
     try:
-        fh.seek(0)
-        text = fh.read().decode("utf-8", "replace")
-        fh.seek(0)
-        fh.truncate()
+        fd = fh.fileno()
+        size = os.fstat(fd).st_size
+        text = ""
+        if size:
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = b""
+            while len(data) < size and (chunk := os.read(fd, size - len(data))):
+                data += chunk
+            text = data.decode("utf-8", "replace")
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
     except BaseException:
         fh.close()
         raise
