@@ -9,7 +9,7 @@ from compat.errors import ExportFailed, OpsetNotReached
 from compat.installed.runtime_extra import require_runtime
 from compat.policy import config, notices
 from compat.records.call_history import CallHistory
-from compat.request import Outcome, normalize
+from compat.request import ExportRequest, Outcome, normalize
 from compat.routing import dispatch
 
 RouteName = Literal["auto", "dynamo", "legacy"]
@@ -44,24 +44,47 @@ def export(
         options["route"] = route
     if strict is not None:
         options["strict"] = strict
-    return _export(model, args, f, *positional, _entry="compat.export", **options)
+    # the body of ``_export``, not a call to it: torch's tracer records the whole Python stack at
+    # every traced operation, so each frame between the user's call and the exporter costs
+    req, site = _request(model, args, f, positional, options, "compat.export")
+    try:
+        outcome, result = dispatch.run(req, site, ledger=config.env_ledger(), observers=tuple(_observers))
+    except Exception as exc:
+        _failed(req, exc)
+        raise
+    _succeeded(req, outcome)
+    return result
 
 
 def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **options: Any) -> Any:
-    global _last_outcome
-    require_runtime(_entry)
-    site = notices.find_call_site()
-    req = normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
+    """An export through the API ``_entry`` (``compat.export``, or a ``torch.onnx`` one under the patch)."""
+    req, site = _request(model, args, f, positional, options, _entry)
     try:
         # what torch prints meanwhile is held per route attempt (compat.routing.capture), for
         # this thread only: sys.stdout stays the script's, other threads' prints are theirs
         outcome, result = dispatch.run(req, site, ledger=config.env_ledger(), observers=tuple(_observers))
     except Exception as exc:
-        _drop_programs(exc)
-        history.add_failure(req.call_site, exc)
+        _failed(req, exc)
         raise
-    _last_outcome = history.add_success(req.call_site, outcome).outcome
+    _succeeded(req, outcome)
     return result
+
+
+def _request(model: Any, args: Any, f: Any, positional: tuple[Any, ...], options: dict[str, Any],
+             entry: str) -> tuple[ExportRequest, notices.CallSite]:
+    require_runtime(entry)
+    site = notices.find_call_site()
+    return normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=entry, **options), site
+
+
+def _failed(req: ExportRequest, exc: Exception) -> None:
+    _drop_programs(exc)
+    history.add_failure(req.call_site, exc)
+
+
+def _succeeded(req: ExportRequest, outcome: Outcome) -> None:
+    global _last_outcome
+    _last_outcome = history.add_success(req.call_site, outcome).outcome
 
 
 def _drop_programs(exc: BaseException) -> None:

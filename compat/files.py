@@ -96,16 +96,19 @@ def keep_owner_and_mode(fd: int, st: os.stat_result | None, *, require_owner: bo
     clear set-id bits the mode then restores."""
     if st is None:
         return
+    mode = None  # the new file's mode, when known and not changed since
     if hasattr(os, "fchown"):
         new = os.fstat(fd)
+        mode = stat.S_IMODE(new.st_mode)
         if (new.st_uid, new.st_gid) != (st.st_uid, st.st_gid):
+            mode = None
             try:
                 os.fchown(fd, st.st_uid, st.st_gid)  # only root (or a group member) may
             except OSError as exc:
                 if require_owner:
                     raise PermissionError(exc.errno, f"cannot keep the file's owner and group "
                                                      f"({st.st_uid}:{st.st_gid})") from exc
-    if hasattr(os, "fchmod"):
+    if hasattr(os, "fchmod") and mode != stat.S_IMODE(st.st_mode):
         os.fchmod(fd, stat.S_IMODE(st.st_mode))
 
 

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from compat.request import ExportRequest, Outcome
+    from compat.request import ExportRequest
+
+    from .route import export as export
 
 
 def available() -> bool:
@@ -46,11 +48,17 @@ def opset_out_of_reach(req: ExportRequest) -> str | None:
             f"(decided before capture)")
 
 
-def export(req: ExportRequest) -> Outcome:
-    """Export ``req`` with torch's torch.export-based exporter; raises ``RouteFailed``."""
-    from .route import export as _export
+def __getattr__(name: str) -> Any:
+    """``export``: ``route.export`` itself (export a request with torch's torch.export-based exporter;
+    raises ``RouteFailed``), imported on first use so that importing the package stays cheap.
+    Not a wrapper: torch's tracer records the whole Python stack at each traced operation, so
+    every frame between the caller and the exporter costs."""
+    if name == "export":
+        from .route import export
 
-    return _export(req)
+        globals()["export"] = export
+        return export
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def draft_later(why: str) -> contextlib.AbstractContextManager[None]:

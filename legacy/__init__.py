@@ -5,10 +5,10 @@ Importing this package is cheap and never imports onnx, onnxscript or the torch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from compat.request import ExportRequest, Outcome
+    from .route import export as export
 
 
 def available() -> bool:
@@ -18,8 +18,14 @@ def available() -> bool:
     return torch_caps.has_torchscript_exporter()
 
 
-def export(req: ExportRequest) -> Outcome:
-    """Export ``req`` with torch's TorchScript exporter; raises ``RouteFailed``."""
-    from .route import export as _export
+def __getattr__(name: str) -> Any:
+    """``export``: ``route.export`` itself (export a request with torch's TorchScript exporter;
+    raises ``RouteFailed``), imported on first use so that importing the package stays cheap.
+    Not a wrapper: torch's tracer records the whole Python stack at each traced operation, so
+    every frame between the caller and the exporter costs."""
+    if name == "export":
+        from .route import export
 
-    return _export(req)
+        globals()["export"] = export
+        return export
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

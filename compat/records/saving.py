@@ -86,6 +86,7 @@ class _Pair:
     target_stat: os.stat_result | None
     notes: list[str] = field(default_factory=list)
     _sibling_refs: dict[str, str] | None = None
+    _entries: list[os.DirEntry[str]] | None = None
 
     @property
     def data(self) -> str:
@@ -93,6 +94,17 @@ class _Pair:
 
     def path(self, name: str) -> str:
         return os.path.join(self.folder, name)
+
+    def entries(self) -> list[os.DirEntry[str]]:
+        """The folder's entries when this save began (one scan, under the folder lock: no other
+        save of ours writes there meanwhile), for its leftover checks."""
+        if self._entries is None:
+            try:
+                with os.scandir(self.folder) as found:
+                    self._entries = list(found)
+            except OSError:
+                self._entries = []
+        return self._entries
 
     def siblings(self) -> dict[str, str]:
         """Data file names other model files (``*.onnx``) in the folder refer to -> one of them."""
@@ -132,9 +144,9 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
         return shown
     # the data file goes beside the model file (a link's target): one folder holds the pair
     pair = _Pair(target, os.path.dirname(target), os.path.basename(target), st)
-    clean_stale(pair.folder)
     try:
         with _folder_lock(pair.folder):
+            clean_stale(pair.folder, pair.entries())
             if outcome.staged is not None or _external(outcome, req):
                 staged = outcome.staged if outcome.staged is not None else _stage(pair, outcome)
                 outcome.staged = None
@@ -509,33 +521,35 @@ def _leftovers(pair: _Pair) -> set[str]:
     hidden, versioned = _leftover_patterns(pair.name)
     hidden_start, versioned_start = f".{pair.data}.compat-", f"{pair.name}."
     found: set[str] = set()
-    with contextlib.suppress(OSError), os.scandir(pair.folder) as entries:
-        for e in entries:
-            if not e.name.startswith((hidden_start, versioned_start)):
+    for e in pair.entries():
+        if not e.name.startswith((hidden_start, versioned_start)):
+            continue
+        m = hidden.fullmatch(e.name)
+        if m is None and not versioned.fullmatch(e.name):
+            continue
+        with contextlib.suppress(OSError):
+            if not e.is_file(follow_symlinks=False):
                 continue
-            m = hidden.fullmatch(e.name)
-            if m is None and not versioned.fullmatch(e.name):
-                continue
-            with contextlib.suppress(OSError):
-                if not e.is_file(follow_symlinks=False):
-                    continue
-                ours = m is not None and int(m.group(1)) == os.getpid()
-                pid = m.group(1) if m is not None else None
-                if ours or (e.stat(follow_symlinks=False).st_mtime < _STARTED and not _alive(pid)):
-                    found.add(e.name)
+            ours = m is not None and int(m.group(1)) == os.getpid()
+            pid = m.group(1) if m is not None else None
+            if ours or (e.stat(follow_symlinks=False).st_mtime < _STARTED and not _alive(pid)):
+                found.add(e.name)
     return found
 
 
 # --- leftovers of killed exports ----------------------------------------------------------------
 
-def clean_stale(folder: str) -> int:
-    """Remove staging folders and temp files of killed exports from ``folder``: only ours (by
-    name), older than this process, and whose process is gone. Returns how many."""
+def clean_stale(folder: str, entries: list[os.DirEntry[str]] | None = None) -> int:
+    """Remove staging folders and temp files of killed exports from ``folder`` (whose entries
+    the caller may have listed already): only ours (by name), older than this process, and whose
+    process is gone. Returns how many."""
     removed = 0
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return 0
+    if entries is None:
+        try:
+            with os.scandir(folder) as found:
+                entries = list(found)
+        except OSError:
+            return 0
     for e in entries:
         staging = _STAGING_DIR.match(e.name)
         tmp = files.TEMP_FILE.match(e.name) if staging is None else None

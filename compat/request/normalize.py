@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import io
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -571,36 +572,43 @@ def _check_f(f: Any, external_data: Any = None) -> None:
         path = os.fsdecode(path)
     if not path:
         raise CompatValueError("f must not be empty")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CompatFileNotFoundError(f"f: the output folder {folder!r} does not exist")
-    if os.path.isdir(path):
+    try:
+        st: os.stat_result | None = os.stat(path)  # what f resolves to (one stat, the common case)
+    except OSError:
+        st = None
+    if st is None:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise CompatFileNotFoundError(f"f: the output folder {folder!r} does not exist")
+    elif stat.S_ISDIR(st.st_mode):
         raise CompatValueError(f"f: {path!r} is a directory, not a file path")
-    if external_data and os.path.exists(path) and not os.path.isfile(path):
+    elif external_data and not stat.S_ISREG(st.st_mode):
         raise CompatValueError(
             f"f: {path!r} is not a regular file (a device or FIFO), so the external data file "
             "cannot be written beside it; pass external_data=False or a file path"
         )
-    _check_writable(path, bool(external_data))
+    _check_writable(path, st is not None, bool(external_data))
 
 
-def _check_writable(path: str, external_data: bool) -> None:
+def _check_writable(path: str, exists: bool, external_data: bool) -> None:
     """Refuse before any work what ``open(f, "wb")`` would refuse: an existing f this user may not
     write, or a new f (or external data files) in a folder this user may not write. A writable f
     in a read-only folder is fine: saving writes it in place."""
+    if exists:  # access() follows links as realpath does: the path is resolved for messages only
+        if not os.access(path, os.W_OK):
+            raise CompatPermissionError(f"f: {os.path.realpath(path)!r} is not writable by this user")
+        if external_data:
+            folder = os.path.dirname(os.path.realpath(path))
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise CompatPermissionError(
+                    f"f: the folder {folder!r} is not writable, so the external data file cannot be written"
+                )
+        return
     real = os.path.realpath(path)
     folder = os.path.dirname(real)
     if not os.path.isdir(folder):
         raise CompatFileNotFoundError(f"f: {path!r} resolves to {real!r}, whose folder does not exist")
-    folder_ok = os.access(folder, os.W_OK | os.X_OK)
-    if os.path.exists(real):
-        if not os.access(real, os.W_OK):
-            raise CompatPermissionError(f"f: {real!r} is not writable by this user")
-        if external_data and not folder_ok:
-            raise CompatPermissionError(
-                f"f: the folder {folder!r} is not writable, so the external data file cannot be written"
-            )
-    elif not folder_ok:
+    if not os.access(folder, os.W_OK | os.X_OK):
         raise CompatPermissionError(f"f: cannot create {real!r}: its folder is not writable by this user")
 
 

@@ -105,7 +105,8 @@ class Capture:
 class _ThreadRouter(io.TextIOBase):
     """``sys.stdout`` or ``sys.stderr`` during a capture: the capturing thread's writes go to
     ``captured``, every other thread's to the stream that was there before; when that stream
-    writes to the redirected descriptor, to a copy of the real one (``real_fd``) instead."""
+    writes to the redirected descriptor, to a copy of the real one (``real_fd``) instead, opened
+    when another thread first writes (most exports print nothing from other threads)."""
 
     def __init__(self, name: str, captured: io.StringIO, previous: TextIO, real_fd: int | None) -> None:
         super().__init__()
@@ -113,13 +114,11 @@ class _ThreadRouter(io.TextIOBase):
         self._thread: int | None = threading.get_ident()
         self._captured = captured
         self._previous = previous
-        self._others: TextIO = previous
+        self._others: TextIO | None = previous  # None: the copy of ``real_fd``, not opened yet
+        self._real_fd = real_fd
+        self._lock = threading.Lock()
         if real_fd is not None and _fileno(previous) == (1 if name == "stdout" else 2):
-            self._others = io.TextIOWrapper(
-                io.FileIO(real_fd, "w", closefd=False),
-                encoding=getattr(previous, "encoding", None) or "utf-8",
-                errors=getattr(previous, "errors", None) or "strict", write_through=True,
-            )
+            self._others = None
 
     @classmethod
     def install(cls, name: str, captured: io.StringIO, real_fd: int | None) -> _ThreadRouter:
@@ -132,13 +131,28 @@ class _ThreadRouter(io.TextIOBase):
         stays where they keep it, and passes every write to the previous stream from now on."""
         if getattr(sys, self._name) is self:
             setattr(sys, self._name, self._previous)
-        others, self._others, self._thread = self._others, self._previous, None
-        if others is not self._previous:  # its descriptor is Capture's to close
+        with self._lock:
+            others, self._others, self._thread = self._others, self._previous, None
+        if others is not None and others is not self._previous:  # its descriptor is Capture's to close
             with contextlib.suppress(Exception):
                 others.flush()
 
     def _target(self) -> Any:
-        return self._captured if threading.get_ident() == self._thread else self._others
+        if threading.get_ident() == self._thread:
+            return self._captured
+        return self._others if self._others is not None else self._open_others()
+
+    def _open_others(self) -> TextIO:
+        with self._lock:
+            if self._others is None:
+                previous, fd = self._previous, self._real_fd
+                assert fd is not None
+                self._others = io.TextIOWrapper(
+                    io.FileIO(fd, "w", closefd=False),
+                    encoding=getattr(previous, "encoding", None) or "utf-8",
+                    errors=getattr(previous, "errors", None) or "strict", write_through=True,
+                )
+            return self._others
 
     def write(self, text: str) -> int:
         return self._target().write(text)
@@ -217,12 +231,20 @@ def _c_fflush() -> Any:
 
 def _read(fh: Any) -> str:
     """What the scratch file ``fh`` holds; the file is then emptied and kept for this thread's
-    next capture (closed when that fails or enough are kept)."""
+    next capture (closed when that fails or enough are kept). Read through its descriptor (only
+    fds 1/2 wrote to it): one ``fstat`` when nothing was printed, the common case."""
     try:
-        fh.seek(0)
-        text = fh.read().decode("utf-8", "replace")
-        fh.seek(0)
-        fh.truncate()
+        fd = fh.fileno()
+        size = os.fstat(fd).st_size
+        text = ""
+        if size:
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = b""
+            while len(data) < size and (chunk := os.read(fd, size - len(data))):
+                data += chunk
+            text = data.decode("utf-8", "replace")
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
     except BaseException:
         fh.close()
         raise
