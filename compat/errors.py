@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 
 class CompatError(Exception):
@@ -90,11 +91,14 @@ class DraftCaptureDeferred(RouteFailed):
     """torch.export stopped at a data-dependent guard and the draft capture that would bake the
     example's branch was left until the routes after this one have been tried (auto, below the
     opset the torch.export route builds at). ``first`` is torch.export's own failure: a later
-    attempt of the route starts its draft capture from it."""
+    attempt of the route starts its draft capture from it. ``place`` (``{file, line, source}``):
+    the branch it stopped at, which the TorchScript route's tracer bakes in its stead."""
 
-    def __init__(self, route: str, reason: str, first: BaseException) -> None:
+    def __init__(self, route: str, reason: str, first: BaseException,
+                 place: dict[str, Any] | None = None) -> None:
         super().__init__(route, reason, first)
         self.first = first
+        self.place = place
 
 
 class OpsetNotReached(RouteFailed):

@@ -34,7 +34,7 @@ from compat.errors import DraftCaptureDeferred
 from compat.policy.route_noise import is_model_source
 
 from . import draft_ops, torch_internals
-from .quiet import describe_block
+from .quiet import blocking_line, describe_block
 
 #: the only draft_export finding that is a bake (a guard specialised on the example's values)
 BAKED_KIND = "DATA_DEPENDENT_ERROR"
@@ -93,7 +93,9 @@ def export_program(
         later = _DRAFT_LATER.get()
         if later is not None:
             _replay(held)
-            deferred = DraftCaptureDeferred("dynamo", f"{DATA_DEPENDENT} ({later})", first)
+            stopped = blocking_line(first)
+            place = dict(zip(("file", "line", "source"), stopped)) if stopped else None
+            deferred = DraftCaptureDeferred("dynamo", f"{DATA_DEPENDENT} ({later})", first, place)
             deferred.where = describe_block(DATA_DEPENDENT, first)
             raise deferred from first
     try:

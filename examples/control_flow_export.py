@@ -1,8 +1,10 @@
 """A model with Python control flow on a tensor value: torch.export stops at it.
 
 Old scripts exported it with the tracer (one branch, a TracerWarning). Under compat the torch.export
-route captures it with torch.export.draft_export, which keeps the branch the example takes, and
-says so: an ONX003 warning at the call, the line in the ledger's `baked`.
+route captures it with torch.export.draft_export, which keeps the branch the example takes; at this
+call's opset 17 with fixed input shapes, auto tries the TorchScript route first (its tracer bakes the
+same branch). Either way compat says so: an ONX003 warning at the call, the line in the ledger's
+`baked`.
 """
 import os
 import sys

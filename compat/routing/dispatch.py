@@ -300,6 +300,9 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                     and "legacy" not in failures:
                 outcome = _closer_of_both(req, outcome)
             outcome.translations[:0] = route_plan.translations
+            deferred = failures.get("dynamo")
+            if isinstance(deferred, DraftCaptureDeferred) and deferred.place and not outcome.baked:
+                outcome.baked = [deferred.place]  # the tracer baked the branch capture stopped at
             if failures:
                 outcome.fallback_reason = attempt_logs.reasons(failures)
                 if isinstance(failures.get("dynamo"), AcceptanceFailed):

@@ -349,7 +349,8 @@ def test_auto_below_opset_18_tries_torchscript_before_the_draft_capture(tmp_path
     """Issue 35 item 6: auto at opset 11 paid torch.export's draft capture, translation,
     down-conversion and acceptance check before it fell back (Faster R-CNN: most of its time);
     with fixed input shapes the tracer bakes the same branch, so the TorchScript route goes
-    first and the ledger says why the draft capture was deferred."""
+    first and the ledger says why the draft capture was deferred; the branch the tracer baked is
+    the one capture stopped at, named as a draft capture's bake is (ONX003, ``baked``)."""
     x = torch.rand(2, 3)
     proto, record = parity.compat_proto(SumGate(), (x,), tmp_path / "auto", "auto",
                                         opset_version=11, input_names=["x"])
@@ -358,8 +359,10 @@ def test_auto_below_opset_18_tries_torchscript_before_the_draft_capture(tmp_path
         "dynamo: data-dependent control flow (draft capture deferred: at opset 11 and fixed input "
         "shapes the TorchScript route, baking the branch alike, is tried first) at ")
     assert "`if x.sum() > 0:`" in record["fallback_reason"]
-    # no draft capture ran: nothing baked by it, no acceptance check of its model
-    assert record["baked"] == [] and record["acceptance"] is None
+    # no draft capture ran (no acceptance check of its model); the tracer's bake is said
+    assert record["acceptance"] is None and "ONX003" in record["warnings"]
+    assert [(b["line"], b["source"]) for b in record["baked"]] == [
+        (SumGate.forward.__code__.co_firstlineno + 1, "if x.sum() > 0:")]
     assert "dynamo" in record["attempt_logs"]
     np.testing.assert_allclose(parity.run(proto, {"x": x})[0], (x * 2 + 1).numpy(), rtol=1e-6)
     # route="dynamo" unchanged: the draft capture bakes the branch, written at opset 11
