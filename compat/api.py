@@ -9,7 +9,7 @@ from compat.errors import ExportFailed, OpsetNotReached
 from compat.installed.runtime_extra import require_runtime
 from compat.policy import config, notices
 from compat.records.call_history import CallHistory
-from compat.request import ExportRequest, Outcome, normalize
+from compat.request import Outcome, normalize
 from compat.routing import dispatch
 
 RouteName = Literal["auto", "dynamo", "legacy"]
@@ -31,6 +31,7 @@ def export(
     *positional: Any,
     route: RouteName | None = None,
     strict: bool | None = None,
+    _entry: str = "compat.export",
     **options: Any,
 ) -> Any:
     """Export ``model`` like ``torch.onnx.export`` of any torch from 1.3 to 2.14 would.
@@ -38,53 +39,30 @@ def export(
     ``route`` forces a route (default: ``TORCH_ONNX_COMPAT_ROUTE``, pyproject, then ``auto``);
     ``strict=True`` turns legacy usages into errors. ``options`` are ``torch.onnx.export``
     keywords of any torch version. Returns what ``torch.onnx.export`` returns on the route
-    taken (an ``ONNXProgram`` or ``None``).
+    taken (an ``ONNXProgram`` or ``None``). ``_entry``: the API called, for a ``torch.onnx``
+    function under ``compat.patch`` (its warnings and ledger name it).
     """
+    # one body for every entry, calling the dispatcher itself: torch's tracer records the whole
+    # Python stack at every traced operation, so each frame between the user's call and the
+    # exporter costs
+    global _last_outcome
     if route is not None:
         options["route"] = route
     if strict is not None:
         options["strict"] = strict
-    # the body of ``_export``, not a call to it: torch's tracer records the whole Python stack at
-    # every traced operation, so each frame between the user's call and the exporter costs
-    req, site = _request(model, args, f, positional, options, "compat.export")
-    try:
-        outcome, result = dispatch.run(req, site, ledger=config.env_ledger(), observers=tuple(_observers))
-    except Exception as exc:
-        _failed(req, exc)
-        raise
-    _succeeded(req, outcome)
-    return result
-
-
-def _export(model: Any, args: Any, f: Any, *positional: Any, _entry: str, **options: Any) -> Any:
-    """An export through the API ``_entry`` (``compat.export``, or a ``torch.onnx`` one under the patch)."""
-    req, site = _request(model, args, f, positional, options, _entry)
+    require_runtime(_entry)
+    site = notices.find_call_site()
+    req = normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
     try:
         # what torch prints meanwhile is held per route attempt (compat.routing.capture), for
         # this thread only: sys.stdout stays the script's, other threads' prints are theirs
         outcome, result = dispatch.run(req, site, ledger=config.env_ledger(), observers=tuple(_observers))
     except Exception as exc:
-        _failed(req, exc)
+        _drop_programs(exc)
+        history.add_failure(req.call_site, exc)
         raise
-    _succeeded(req, outcome)
-    return result
-
-
-def _request(model: Any, args: Any, f: Any, positional: tuple[Any, ...], options: dict[str, Any],
-             entry: str) -> tuple[ExportRequest, notices.CallSite]:
-    require_runtime(entry)
-    site = notices.find_call_site()
-    return normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=entry, **options), site
-
-
-def _failed(req: ExportRequest, exc: Exception) -> None:
-    _drop_programs(exc)
-    history.add_failure(req.call_site, exc)
-
-
-def _succeeded(req: ExportRequest, outcome: Outcome) -> None:
-    global _last_outcome
     _last_outcome = history.add_success(req.call_site, outcome).outcome
+    return result
 
 
 def _drop_programs(exc: BaseException) -> None:

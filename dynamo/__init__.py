@@ -9,6 +9,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from compat.routing.route_packages import lazy_export
+
 if TYPE_CHECKING:
     from compat.request import ExportRequest
 
@@ -48,17 +50,9 @@ def opset_out_of_reach(req: ExportRequest) -> str | None:
             f"(decided before capture)")
 
 
-def __getattr__(name: str) -> Any:
-    """``export``: ``route.export`` itself (export a request with torch's torch.export-based exporter;
-    raises ``RouteFailed``), imported on first use so that importing the package stays cheap.
-    Not a wrapper: torch's tracer records the whole Python stack at each traced operation, so
-    every frame between the caller and the exporter costs."""
-    if name == "export":
-        from .route import export
-
-        globals()["export"] = export
-        return export
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``export`` (export a request with torch's torch.export-based exporter; raises ``RouteFailed``)
+#: is ``route.export`` itself, imported on first use
+__getattr__ = lazy_export(__name__)
 
 
 def draft_later(why: str) -> contextlib.AbstractContextManager[None]:

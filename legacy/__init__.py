@@ -5,7 +5,9 @@ Importing this package is cheap and never imports onnx, onnxscript or the torch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from compat.routing.route_packages import lazy_export
 
 if TYPE_CHECKING:
     from .route import export as export
@@ -18,14 +20,6 @@ def available() -> bool:
     return torch_caps.has_torchscript_exporter()
 
 
-def __getattr__(name: str) -> Any:
-    """``export``: ``route.export`` itself (export a request with torch's TorchScript exporter;
-    raises ``RouteFailed``), imported on first use so that importing the package stays cheap.
-    Not a wrapper: torch's tracer records the whole Python stack at each traced operation, so
-    every frame between the caller and the exporter costs."""
-    if name == "export":
-        from .route import export
-
-        globals()["export"] = export
-        return export
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``export`` (export a request with torch's TorchScript exporter; raises ``RouteFailed``) is
+#: ``route.export`` itself, imported on first use
+__getattr__ = lazy_export(__name__)

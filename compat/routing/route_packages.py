@@ -18,7 +18,9 @@ import importlib.util
 import os
 import sys
 import threading
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 ROUTE_PACKAGES = ("legacy", "dynamo")
 
@@ -83,3 +85,19 @@ def _resolves_to_ours(name: str) -> bool:
         return False
     return spec is not None and spec.origin is not None and (
         os.path.abspath(spec.origin) == os.path.join(_CHECKOUT_ROOT, name, "__init__.py"))
+
+
+def lazy_export(package: str) -> Callable[[str], Any]:
+    """A route package's module ``__getattr__``: its ``export`` is ``<package>.route.export``
+    itself, imported on first use so that importing the package stays cheap. Not a wrapper:
+    torch's tracer records the whole Python stack at each traced operation, so every frame
+    between the caller and the exporter costs."""
+
+    def __getattr__(name: str) -> Any:
+        if name != "export":
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        export = importlib.import_module(".route", package).export
+        sys.modules[package].export = export  # type: ignore[attr-defined]
+        return export
+
+    return __getattr__

@@ -44,13 +44,13 @@ def _warn(code: str, api: str | None = None) -> None:
 
 def export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
     """``torch.onnx.export`` under the shim."""
-    from compat.api import _export
+    from compat.api import export as _export
 
     return _export(model, args, f, *positional, _entry="torch.onnx.export", **options)
 
 
 def utils_export(model: Any, args: Any = (), f: Any = None, *positional: Any, **options: Any) -> Any:
-    from compat.api import _export
+    from compat.api import export as _export
 
     return _export(model, args, f, *positional, _entry="torch.onnx.utils.export", **options)
 
@@ -101,7 +101,7 @@ class ExportOptions:
 def dynamo_export(model: Any, /, *model_args: Any, export_options: ExportOptions | None = None,
                   **model_kwargs: Any) -> Any:
     """The removed ``torch.onnx.dynamo_export``: an ``ONNXProgram`` (it has ``.save()``)."""
-    from compat.api import _export
+    from compat.api import export as _export
 
     options: dict[str, Any] = {"kwargs": model_kwargs or None, "dynamo": True}
     if export_options is not None and export_options.dynamic_shapes:
