@@ -12,15 +12,9 @@ import ast
 import re
 from dataclasses import dataclass
 
-from compat.catalog import (
-    DRAFT_DEFERRED,
-    INPUT_BINDING,
-    NOT_PARAMETERS,
-    NOT_PARAMETERS_OLD,
-    SIZE_ONE_TILED,
-)
+from compat.catalog import INPUT_BINDING, NOT_PARAMETERS, NOT_PARAMETERS_OLD, SIZE_ONE_TILED
 
-from .ledger import ROUTES, shim_only
+from .ledger import ROUTES, after_deferral, shim_only
 
 #: how ``keeps_shim`` says the shim bound ``input_names`` in forward()'s order
 BINDING = "the shim attached input_names to forward()'s parameters in their order"
@@ -52,7 +46,7 @@ class Site:
                 if r.get("status", "ok") == "ok" and r.get("route_taken") in ROUTES]
         on_dynamo = {r.get("model") for r in done if r["route_taken"] == "dynamo"}
         return [r for r in done if not (r["route_taken"] == "legacy" and r.get("model") in on_dynamo
-                                        and DRAFT_DEFERRED in str(r.get("fallback_reason") or ""))]
+                                        and after_deferral(r))]
 
     @property
     def routes(self) -> set[str]:

@@ -47,6 +47,12 @@ def shim_only(record: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def after_deferral(record: dict) -> bool:
+    """The record's TorchScript export came after auto deferred the torch.export route's draft
+    capture: it says nothing of what that route does (not a failure of it either)."""
+    return DRAFT_DEFERRED in str(record.get("fallback_reason") or "")
+
+
 def failed_routes(record: dict) -> set[str]:
     """Routes the record shows failing (from its ``fallback_reason``)."""
     reason = record.get("fallback_reason")
@@ -70,7 +76,7 @@ class SiteEvidence:
 
     def add(self, record: dict) -> None:
         self.records.append(record)
-        deferred = DRAFT_DEFERRED in str(record.get("fallback_reason") or "")
+        deferred = after_deferral(record)
         # a deferred draft capture is no failure of the torch.export route: it was not finished
         self.failed |= failed_routes(record) - ({"dynamo"} if deferred else set())
         route = record.get("route_taken")
