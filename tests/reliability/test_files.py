@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 
 import pytest
 
@@ -111,7 +112,7 @@ def test_files_is_torch_free():
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module}
-    assert imported <= {"__future__", "contextlib", "os", "re", "secrets", "stat", "threading",
+    assert imported <= {"__future__", "contextlib", "os", "queue", "re", "secrets", "stat", "threading",
                         "collections", "sys", "ctypes"}
 
 
@@ -153,3 +154,61 @@ def test_the_temp_file_is_allocated_before_it_is_written(tmp_path, monkeypatch):
         assert os.fstat(fd).st_size == 2**20 and os.fstat(fd).st_blocks * 512 >= 2**20
     finally:
         os.close(fd)
+
+
+def _descriptors_of_deleted_files() -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if where.endswith(" (deleted)"):
+            found.append(where)
+    return found
+
+
+def _released(folder: str, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(folder in d for d in _descriptors_of_deleted_files()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+def test_a_replaced_file_is_released_by_the_closing_thread(tmp_path):
+    """The file a replace drops is held open across the rename and closed off the caller's
+    thread (freeing its blocks is not the caller's wait): a reader's view is unchanged, every
+    replaced file is released, and nothing but the model is left in the folder."""
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"v0")
+    with open(target, "rb") as reader:
+        for i in range(1, 200):
+            files.atomic_write(target, f"v{i}".encode(), durable=False)
+        assert reader.read() == b"v0"  # the old file, still readable through an open descriptor
+    assert target.read_bytes() == b"v199"
+    assert _released(str(tmp_path)), _descriptors_of_deleted_files()
+    assert os.listdir(tmp_path) == ["m.onnx"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc/self/fd"),
+                    reason="forks, reads /proc/self/fd")
+def test_a_forked_child_releases_its_replaced_files(tmp_path):
+    """A child forked after the closing thread started has no such thread: it starts its own."""
+    target = tmp_path / "m.onnx"
+    files.atomic_write(target, b"parent", durable=False)
+    files.atomic_write(target, b"parent again", durable=False)  # the parent's thread runs
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery, only its exit status
+        ok = False
+        try:
+            for i in range(20):
+                files.atomic_write(target, f"child {i}".encode(), durable=False)
+            ok = _released(str(tmp_path)) and target.read_bytes() == b"child 19"
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert target.read_bytes() == b"child 19"
