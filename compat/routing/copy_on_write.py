@@ -114,6 +114,7 @@ def copy_on_write(model: Any) -> Iterator[None]:
             handle.remove()
         guard.stop()
         unseen = guard.restore()
+        guard.close()
         if unseen:
             names = ", ".join(n for n, p in model.named_parameters() if id(p) in unseen)
             warnings.warn(
@@ -200,6 +201,15 @@ class _Guard:
         if self.tracing:
             torch_internals.set_tracer_name_lookup(None)
             self.tracing = False
+
+    def close(self) -> None:
+        """Let go of the model's tensors and of the mode (which refers back to the guard): the
+        cycle would otherwise keep every parameter's state until the garbage collector runs."""
+        self.mode = None
+        self.params.clear()
+        self.saved.clear()
+        self.eager.clear()
+        self.versions.clear()
 
     def restore(self) -> set[int]:
         """Put back every copy; the ids of parameters changed without one (their version counter

@@ -406,3 +406,35 @@ def test_a_small_models_values_come_back_through_shared_storage_without_moving_v
     assert {n: t._version for n, t in model.named_parameters()} == versions
     loss.backward()
     assert torch.equal(model.w.grad, model.b.detach().expand(4, 4))
+
+
+def test_the_guard_keeps_no_parameter_alive_after_the_export(tmp_path, monkeypatch):
+    """The guard and its mode refer to each other: after the export the guard lets go of the
+    model's tensors, so a dropped model is freed at once, as after plain torch's TorchScript
+    export, not at the next garbage collection (a loop exporting fresh models grew by a model
+    per export until the collector ran)."""
+    import gc
+    import weakref
+
+    monkeypatch.setattr(cow, "EAGER_COPY_BYTES", -1)  # watched, not copied up front
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).eval()
+    x = torch.randn(3, 8)
+    with torch.no_grad():  # no autograd graph holding the weights
+        expected = model(x)
+    out = tmp_path / "m.onnx"
+    weight = weakref.ref(model[0].weight)
+    gc.collect()
+    gc.disable()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compat.export(model, (x,), str(out), route="legacy")
+        del model
+        assert weight() is None, "a parameter outlived its model: something still refers to it"
+    finally:
+        gc.enable()
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
+    np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-5, atol=1e-6)
