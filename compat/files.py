@@ -122,17 +122,25 @@ _pending: set[int] = set()  # handed over, not closed yet (a forked child closes
 
 
 def _close_later(fd: int) -> None:
-    """Close ``fd`` on the daemon closing thread (started on first use)."""
+    """Close ``fd`` on the daemon closing thread (started on first use; here, when no thread can
+    be started)."""
     global _closing
-    if _closing is None:
+    jobs = _closing
+    if jobs is None:
         with _closing_lock:
-            if _closing is None:
-                jobs: queue.SimpleQueue[int] = queue.SimpleQueue()
-                threading.Thread(target=_close_forever, args=(jobs,), name="compat-close-replaced",
-                                 daemon=True).start()
+            jobs = _closing
+            if jobs is None:
+                jobs = queue.SimpleQueue()
+                try:
+                    threading.Thread(target=_close_forever, args=(jobs,), name="compat-close-replaced",
+                                     daemon=True).start()
+                except RuntimeError:  # "can't start new thread" (a thread limit, interpreter exit)
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                    return
                 _closing = jobs
     _pending.add(fd)
-    _closing.put(fd)
+    jobs.put(fd)
 
 
 def _close_forever(jobs: queue.SimpleQueue[int]) -> None:

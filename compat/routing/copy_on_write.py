@@ -113,8 +113,10 @@ def copy_on_write(model: Any) -> Iterator[None]:
         for handle in handles:
             handle.remove()
         guard.stop()
-        unseen = guard.restore()
-        guard.close()
+        try:
+            unseen = guard.restore()
+        finally:
+            guard.close()
         if unseen:
             names = ", ".join(n for n, p in model.named_parameters() if id(p) in unseen)
             warnings.warn(
