@@ -42,9 +42,9 @@ def export(
     taken (an ``ONNXProgram`` or ``None``). ``_entry``: the API called, for a ``torch.onnx``
     function under ``compat.patch`` (its warnings and ledger name it).
     """
-    # one body for every entry, calling the dispatcher itself: torch's tracer records the whole
-    # Python stack at every traced operation, so each frame between the user's call and the
-    # exporter costs
+    # one body for every entry, which makes the exporter's call itself: torch's tracer records
+    # the whole Python stack at every traced operation, so each frame between the user's call and
+    # the exporter costs (compat.routing.steps; the loop below is its ``drive``, inlined)
     global _last_outcome
     if route is not None:
         options["route"] = route
@@ -53,10 +53,23 @@ def export(
     require_runtime(_entry)
     site = notices.find_call_site()
     req = normalize.normalize(model, args, f, *positional, _call_site=str(site), _entry=_entry, **options)
+    # what torch prints meanwhile is held per route attempt (compat.routing.capture), for this
+    # thread only: sys.stdout stays the script's, other threads' prints are theirs
+    steps = dispatch.run_steps(req, site, ledger=config.env_ledger(), observers=tuple(_observers))
     try:
-        # what torch prints meanwhile is held per route attempt (compat.routing.capture), for
-        # this thread only: sys.stdout stays the script's, other threads' prints are theirs
-        outcome, result = dispatch.run(req, site, ledger=config.env_ledger(), observers=tuple(_observers))
+        call = next(steps)
+        while True:
+            try:
+                value = call.fn(*call.args, **call.kwargs)
+            except BaseException as exc:  # noqa: BLE001 - thrown into the steps, which decide
+                failure = exc
+            else:
+                call = steps.send(value)
+                continue
+            # thrown outside the except block: what the steps raise gets no implicit context
+            call, failure = steps.throw(failure), None
+    except StopIteration as done:
+        outcome, result = done.value
     except Exception as exc:
         _drop_programs(exc)
         history.add_failure(req.call_site, exc)

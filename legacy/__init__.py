@@ -11,6 +11,7 @@ from compat.routing.route_packages import lazy_export
 
 if TYPE_CHECKING:
     from .route import export as export
+    from .route import steps as steps
 
 
 def available() -> bool:
@@ -20,6 +21,7 @@ def available() -> bool:
     return torch_caps.has_torchscript_exporter()
 
 
-#: ``export`` (export a request with torch's TorchScript exporter; raises ``RouteFailed``) is
-#: ``route.export`` itself, imported on first use
+#: ``export`` (export a request with torch's TorchScript exporter; raises ``RouteFailed``) and
+#: ``steps`` (the same, yielding the exporter call: ``compat.routing.steps``) are ``route``'s
+#: own, imported on first use
 __getattr__ = lazy_export(__name__)

@@ -17,6 +17,7 @@ from compat.request import ExportRequest, Outcome
 from compat.routing import model_state
 from compat.routing.capture import Capture
 from compat.routing.copy_on_write import copy_on_write
+from compat.routing.steps import Call, Steps, drive
 
 from . import keyword_inputs
 
@@ -43,6 +44,11 @@ def is_tracer_warning(msg: warnings.WarningMessage) -> bool:
 def export(req: ExportRequest) -> Outcome:
     """Export to bytes in memory (or, over 2 GB, into a staging folder beside ``f``); compat
     saves the result atomically afterwards."""
+    return drive(steps(req))
+
+
+def steps(req: ExportRequest) -> Steps[Outcome]:
+    """``export`` as steps: it yields torch's exporter call (``compat.routing.steps``)."""
     from compat.installed import torch_api, torch_caps
 
     exporter = torch_api.torchscript_export()
@@ -68,7 +74,7 @@ def export(req: ExportRequest) -> Outcome:
         guard = model_state.values_preserved if req.verbose else copy_on_write
         with guard(req.model), capture, keyword_inputs.by_name(req) as args, \
                 WarningTap(categories, accept=is_tracer_warning) as tracer:
-            exporter(req.model, args, target, **_options(req, torch))
+            yield Call(exporter, (req.model, args, target), _options(req, torch))
     except Exception as exc:
         if staging is not None:
             shutil.rmtree(os.path.dirname(staging), ignore_errors=True)

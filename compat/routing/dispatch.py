@@ -31,6 +31,7 @@ from compat.records import ledger as ledger_file
 from compat.request import ExportRequest, Outcome, Translation, shapes_to_axes
 from compat.routing import acceptance, model_state, removed_options, route_memory
 from compat.routing.route_packages import route_module
+from compat.routing.steps import Steps, drive
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # torch colours its export errors
 # The TorchScript exporter keeps global state (GLOBALS, symbolic registry): one export at a time.
@@ -174,6 +175,14 @@ def run(
     """Warn (or refuse in strict mode), plan, export, save atomically, call the ``observers``,
     append the call's record to ``ledger`` (a path; None: no record); returns the Outcome and
     what ``torch.onnx.export`` returns for the route taken."""
+    return drive(run_steps(req, site, ledger=ledger, observers=observers))
+
+
+def run_steps(
+    req: ExportRequest, site: notices.CallSite, *, ledger: str | None,
+    observers: Sequence[Observer] = (),
+) -> Steps[tuple[Outcome, Any]]:
+    """``run`` as steps: it yields the TorchScript exporter's call (``compat.routing.steps``)."""
     ledger_path = ledger_file.check_path(ledger) if ledger else None  # fails before any work
     # a call compat.migrate pinned (its comment says why) is migrated code: quiet, in strict mode too
     usages = [] if notices.pinned_by_migrate(site) else req.usages
@@ -187,7 +196,7 @@ def run(
     try:
         route_plan = plan(req, site)
         try:
-            outcome = _run_routes(req, route_plan, failures)
+            outcome = yield from _run_routes(req, route_plan, failures)
         except ExportFailed:
             outcome = _lowest_opset_outcome(req, route_plan, failures, site, codes)
             if outcome is None:
@@ -259,7 +268,7 @@ def _save(outcome: Outcome, req: ExportRequest) -> str | None:
     return saving.save(outcome, req)
 
 
-def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Outcome:
+def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, RouteFailed]) -> Steps[Outcome]:
     # only torch.export marks example inputs
     marks = model_state.inputs_preserved(req.args, req.kwargs) if "dynamo" in route_plan.routes \
         else contextlib.nullcontext()
@@ -277,7 +286,7 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 # the forward may write to the model
                 with model_state.route_guard(req.model, name, req.verify), noise, \
                         _draft_timing(req, route_plan, routes[position + 1:], name, failures):
-                    outcome = module.export(route_req)
+                    outcome = yield from _attempt(module, route_req)
                     if name == "dynamo":
                         acceptance.check(req, outcome)  # a model that differs is a RouteFailed
                 if converted is not None:
@@ -298,7 +307,7 @@ def _run_routes(req: ExportRequest, route_plan: RoutePlan, failures: dict[str, R
                 continue
             if name == "dynamo" and route_plan.requested == "auto" and "legacy" in route_plan.routes \
                     and "legacy" not in failures:
-                outcome = _closer_of_both(req, outcome)
+                outcome = yield from _closer_of_both(req, outcome)
             outcome.translations[:0] = route_plan.translations
             deferred = failures.get("dynamo")
             if isinstance(deferred, DraftCaptureDeferred) and deferred.place and not outcome.baked:
@@ -344,7 +353,16 @@ def _draft_timing(req: ExportRequest, route_plan: RoutePlan, later: list[str], n
     return contextlib.nullcontext()
 
 
-def _closer_of_both(req: ExportRequest, outcome: Outcome) -> Outcome:
+def _attempt(module: Any, req: ExportRequest) -> Steps[Outcome]:
+    """One route's attempt: its ``steps`` where it has them (the exporter call is yielded), else
+    its ``export``."""
+    route_steps = getattr(module, "steps", None)
+    if route_steps is not None:
+        return (yield from route_steps(req))
+    return module.export(req)
+
+
+def _closer_of_both(req: ExportRequest, outcome: Outcome) -> Steps[Outcome]:
     """Never the worse of two models: when the torch.export route's model passed the acceptance
     check but is not close to eager (``acceptance.imprecise``), the TorchScript route exports too
     and the model closer to eager torch at the example input is returned (the other discarded)."""
@@ -356,7 +374,7 @@ def _closer_of_both(req: ExportRequest, outcome: Outcome) -> Outcome:
     try:
         route_req, converted = shapes_to_axes.for_torchscript(req)
         with model_state.route_guard(req.model, "legacy", req.verify), noise:
-            other = legacy.export(route_req)
+            other = yield from _attempt(legacy, route_req)
         if converted is not None:
             other.translations.append(converted)
         removed_options.apply(req, other)

@@ -87,17 +87,24 @@ def _resolves_to_ours(name: str) -> bool:
         os.path.abspath(spec.origin) == os.path.join(_CHECKOUT_ROOT, name, "__init__.py"))
 
 
+#: what a route package takes from its ``route`` module: ``export``, and ``steps`` where the
+#: route has it (``compat.routing.steps``: the exporter called from ``compat.export``'s frame)
+ROUTE_FUNCTIONS = ("export", "steps")
+
+
 def lazy_export(package: str) -> Callable[[str], Any]:
-    """A route package's module ``__getattr__``: its ``export`` is ``<package>.route.export``
-    itself, imported on first use so that importing the package stays cheap. Not a wrapper:
-    torch's tracer records the whole Python stack at each traced operation, so every frame
-    between the caller and the exporter costs."""
+    """A route package's module ``__getattr__``: its ``export`` (and ``steps``) are those of
+    ``<package>.route`` themselves, imported on first use so that importing the package stays
+    cheap. Not wrappers: torch's tracer records the whole Python stack at each traced operation,
+    so every frame between the caller and the exporter costs."""
 
     def __getattr__(name: str) -> Any:
-        if name != "export":
+        if name not in ROUTE_FUNCTIONS:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        export = importlib.import_module(".route", package).export
-        sys.modules[package].export = export  # type: ignore[attr-defined]
-        return export
+        function = getattr(importlib.import_module(".route", package), name, None)
+        if function is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        setattr(sys.modules[package], name, function)
+        return function
 
     return __getattr__
