@@ -138,6 +138,31 @@ class _Hooks:
 
         self._set(owner, attr, timed)
 
+    def steps(self, layer: str, module: str, name: str) -> None:
+        """A steps generator function (``compat.routing.steps``): the time its generator runs is
+        charged to ``layer``, not the calls it yields (those are the driver's)."""
+        found = self._lookup(module, name)
+        if found is None:
+            return
+        owner, attr = found
+        fn, clock = getattr(owner, attr), self.clock
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            gen = fn(*args, **kwargs)
+            value, failure = None, None
+            while True:
+                with clock.layer(layer):
+                    try:
+                        call = gen.send(value) if failure is None else gen.throw(failure)
+                    except StopIteration as done:
+                        return done.value
+                try:
+                    value, failure = (yield call), None
+                except BaseException as exc:  # noqa: BLE001 - the route's to handle
+                    value, failure = None, exc
+
+        self._set(owner, attr, timed)
+
     def original(self, layer: str, key: str) -> None:
         """One of torch's exporters as ``compat.installed.torch_api`` hands it to a route."""
         from compat.installed import torch_api
@@ -177,7 +202,7 @@ def _install(hooks: _Hooks) -> None:
                          ("compat.policy.warning_tap", ("WarningTap.__enter__", "WarningTap.__exit__"))):
         for method in methods:
             hooks.call("noise capture", cls, method)
-    hooks.call("route", "legacy", "export")
+    hooks.steps("route", "legacy", "steps")  # what the dispatcher runs (compat.routing.steps)
     hooks.call("route", "dynamo", "export")
     hooks.original("export", "utils.export")
     hooks.original("export", "export")
