@@ -79,7 +79,8 @@ class _Hooks:
         self.undo_list.append((owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
         setattr(owner, name, value)
 
-    def _lookup(self, module: str, name: str) -> tuple[Any, str] | None:
+    def _lookup(self, module: str, name: str) -> tuple[Any, str, Any] | None:
+        """(owner, attribute, what is there now) of ``module``'s ``name``; None (noted) if absent."""
         import importlib
 
         try:
@@ -92,76 +93,77 @@ class _Hooks:
             *path, last = name.split(".")
             for part in path:
                 owner = getattr(owner, part)
-            getattr(owner, last)
+            current = getattr(owner, last)
         except (ImportError, AttributeError):
             self.unhooked.append(f"{module}.{name}")
             return None
-        return owner, last
+        return owner, last, current
+
+    def _wrap(self, module: str, name: str, wrapper: Callable[[Any], Any]) -> None:
+        """Put ``wrapper(what is there)`` in place of ``module``'s ``name`` (noted if absent)."""
+        found = self._lookup(module, name)
+        if found is not None:
+            owner, attr, current = found
+            self._set(owner, attr, wrapper(current))
 
     def call(self, layer: str, module: str, name: str) -> None:
         """A function (or method) charged to ``layer`` while it runs."""
-        found = self._lookup(module, name)
-        if found is None:
-            return
-        owner, attr = found
-        fn, clock = getattr(owner, attr), self.clock
+        clock = self.clock
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            with clock.layer(layer):
-                return fn(*args, **kwargs)
+        def wrapper(fn: Any) -> Any:
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                with clock.layer(layer):
+                    return fn(*args, **kwargs)
+            return timed
 
-        self._set(owner, attr, timed)
+        self._wrap(module, name, wrapper)
 
     def manager(self, layer: str, module: str, name: str) -> None:
         """A context-manager factory whose ``__enter__``/``__exit__`` are charged to ``layer``
         (and its creation); what runs inside the block is not."""
-        found = self._lookup(module, name)
-        if found is None:
-            return
-        owner, attr = found
-        factory, clock = getattr(owner, attr), self.clock
+        clock = self.clock
 
-        @contextlib.contextmanager
-        def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            with clock.layer(layer):
-                cm = factory(*args, **kwargs)
-                value = cm.__enter__()
-            try:
-                yield value
-            except BaseException as exc:
+        def wrapper(factory: Any) -> Any:
+            @contextlib.contextmanager
+            def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
                 with clock.layer(layer):
-                    if not cm.__exit__(type(exc), exc, exc.__traceback__):
-                        raise
-            else:
-                with clock.layer(layer):
-                    cm.__exit__(None, None, None)
+                    cm = factory(*args, **kwargs)
+                    value = cm.__enter__()
+                try:
+                    yield value
+                except BaseException as exc:
+                    with clock.layer(layer):
+                        if not cm.__exit__(type(exc), exc, exc.__traceback__):
+                            raise
+                else:
+                    with clock.layer(layer):
+                        cm.__exit__(None, None, None)
+            return timed
 
-        self._set(owner, attr, timed)
+        self._wrap(module, name, wrapper)
 
     def steps(self, layer: str, module: str, name: str) -> None:
         """A steps generator function (``compat.routing.steps``): the time its generator runs is
         charged to ``layer``, not the calls it yields (those are the driver's)."""
-        found = self._lookup(module, name)
-        if found is None:
-            return
-        owner, attr = found
-        fn, clock = getattr(owner, attr), self.clock
+        clock = self.clock
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            gen = fn(*args, **kwargs)
-            value, failure = None, None
-            while True:
-                with clock.layer(layer):
+        def wrapper(fn: Any) -> Any:
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                gen = fn(*args, **kwargs)
+                value, failure = None, None
+                while True:
+                    with clock.layer(layer):
+                        try:
+                            call = gen.send(value) if failure is None else gen.throw(failure)
+                        except StopIteration as done:
+                            return done.value
                     try:
-                        call = gen.send(value) if failure is None else gen.throw(failure)
-                    except StopIteration as done:
-                        return done.value
-                try:
-                    value, failure = (yield call), None
-                except BaseException as exc:  # noqa: BLE001 - the route's to handle
-                    value, failure = None, exc
+                        value, failure = (yield call), None
+                    except BaseException as exc:  # noqa: BLE001 - the route's to handle
+                        value, failure = None, exc
+            return timed
 
-        self._set(owner, attr, timed)
+        self._wrap(module, name, wrapper)
 
     def original(self, layer: str, key: str) -> None:
         """One of torch's exporters as ``compat.installed.torch_api`` hands it to a route."""
