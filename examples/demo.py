@@ -6,7 +6,9 @@ onnxruntime. Last, `python -m compat.migrate --ledger L --write` rewrites the co
 evidence, the rewritten scripts run on the installed torch as written (`compat run --observe
 --ledger L2`: plain torch, recorded), and `compat verify-migration L L2` checks that each call
 site exported the same model as under the shim (opset, names, dim_params, layout, custom nodes,
-onnxruntime numerics): a migration never changes the model. `compat.migrate` prints, and
+onnxruntime numerics): a migration never changes the model. A call whose draft capture auto
+deferred is recorded once more with `--route dynamo`, as its pin's comment asks, before the
+rewrite. `compat.migrate` prints, and
 `compat report` of the migrated run shows, how many call sites finished on plain torch (with or
 without a post-step), are pinned (with the reason) or are left on the shim; a script with custom
 symbolics migrates all the way too.
@@ -67,7 +69,8 @@ def main() -> int:
     deployed = out_root / "deploy_single_file" / "deploy"
     print(f"\ndeploy folder holds {sorted(os.listdir(deployed))} (self-contained, as before torch 2.9)")
     ratchet(scripts, out_root / "migrate-baseline.json")
-    failures += migrate_and_rerun(scripts, ledger, out_root / "after-migration")
+    evidence = [ledger, *follow_the_pins_advice(scripts, ledger, out_root)]
+    failures += migrate_and_rerun(scripts, evidence, out_root / "after-migration")
     failures += _migrate(["--check", "--baseline", str(out_root / "migrate-baseline.json"), str(scripts)],
                          "after the rewrite, against the baseline") != 0
     failures += custom_symbolic_all_the_way(out_root / "custom-symbolic")
@@ -95,11 +98,42 @@ def ratchet(scripts: pathlib.Path, baseline: pathlib.Path) -> None:
     new.unlink()
 
 
-def migrate_and_rerun(scripts: pathlib.Path, ledger: pathlib.Path, out: pathlib.Path) -> int:
-    """Rewrite the scripts by the ledger's evidence, run them on plain torch (recorded), and
-    verify that every call site exports what the shim exported for the original."""
-    print(f"\n=== python -m compat.migrate --ledger {ledger.name} --unsafe-fixes --write scripts/")
-    mig = subprocess.run([sys.executable, "-m", "compat.migrate", "--ledger", str(ledger),
+def follow_the_pins_advice(scripts: pathlib.Path, ledger: pathlib.Path, out_root: pathlib.Path) -> list[pathlib.Path]:
+    """A call auto exported on the TorchScript route with its draft capture deferred (below opset
+    18, fixed shapes) says nothing of the torch.export route, so compat.migrate would pin it to
+    dynamo=False, its comment asking for a `compat run --route dynamo --ledger` record: recorded
+    here, as a user following that comment would. Returns the extra ledger (none if no call)."""
+    from compat.catalog import DRAFT_DEFERRED
+
+    deferred = sorted({os.path.basename(rec["call_site"].rpartition(":")[0])
+                       for rec in map(json.loads, ledger.read_text().splitlines())
+                       if DRAFT_DEFERRED in (rec.get("fallback_reason") or "")})
+    if not deferred:
+        return []
+    extra = out_root / "dynamo.jsonl"
+    for script in deferred:
+        out_dir = out_root / f"{script.removesuffix('.py')}-dynamo"
+        out_dir.mkdir()
+        print(f"\n=== python -m compat run --route dynamo --ledger {extra.name} {script}   "
+              f"(the record a deferred draft capture's pin asks for)")
+        run = subprocess.run([sys.executable, "-W", "ignore", "-m", "compat", "run", "-q", "--route",
+                              "dynamo", "--ledger", str(extra), str(scripts / script), str(out_dir)],
+                             capture_output=True, text=True, check=False)
+        print(f"  exit code {run.returncode}")
+        if run.returncode != 0:
+            print(run.stderr[-2000:])
+    return [extra]
+
+
+def migrate_and_rerun(scripts: pathlib.Path, ledgers: list[pathlib.Path], out: pathlib.Path) -> int:
+    """Rewrite the scripts by the ledgers' evidence, run them on plain torch (recorded), and
+    verify that every call site exports what the shim exported for the original (the first
+    ledger: the scripts run as written)."""
+    ledger = ledgers[0]
+    given = [arg for extra in ledgers for arg in ("--ledger", str(extra))]
+    print(f"\n=== python -m compat.migrate {' '.join('--ledger ' + x.name for x in ledgers)} "
+          f"--unsafe-fixes --write scripts/")
+    mig = subprocess.run([sys.executable, "-m", "compat.migrate", *given,
                           "--unsafe-fixes", "--write", str(scripts)], capture_output=True, text=True)
     print(mig.stdout.strip() or mig.stderr.strip())
     observed = out.parent / "observed.jsonl"
