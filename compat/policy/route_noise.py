@@ -27,6 +27,10 @@ from compat.policy.notices import is_own_file
 
 #: the top-level packages whose warnings and log records are torch's noise during an attempt
 NOISY_PACKAGES = frozenset({"torch", "onnx", "onnxscript", "onnx_ir"})
+#: torch's structured trace logger (``torch._logging._internal.trace_log``): its records are data
+#: for the handlers torch adds to it (``draft_export`` reads the capture's failures from them),
+#: never shown to anyone, so never held
+STRUCTURED_TRACE_LOGGER = "torch.__trace"
 #: held lines kept for a failed attempt's log (a graph dump can be long)
 MAX_HELD = 1000
 _TORCH_DIR = ""
@@ -71,47 +75,66 @@ def is_noise(category: type[Warning], filename: str) -> bool:
     return not is_model_source(filename)
 
 
-class _LogHold(logging.Filter):
-    def __init__(self, held: Held) -> None:
-        super().__init__()
-        self.held = held
+#: the threads holding their log records: thread id -> its active ``Held``s, innermost last
+_holding: dict[int, list[Held]] = {}
+_holding_lock = threading.Lock()
+#: the ``logging.Logger.callHandlers`` the held version passes records on to (what it replaced)
+_passed_on: Any = None
+#: someone replaced the held version with a wrapper of theirs while it was installed (it stays
+#: reached through their wrapper, which is theirs to keep)
+_wrapped = False
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.thread != self.held.thread or record.name.split(".")[0] not in NOISY_PACKAGES:
+
+def _would_show(logger: logging.Logger, record: logging.LogRecord) -> bool:
+    """Whether some handler would take ``record`` (``Logger.callHandlers``' own walk)."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(record.levelno >= h.level for h in current.handlers):
             return True
-        if not getattr(record, "_compat_held", False):  # once, whichever handlers it reaches
-            record._compat_held = True
-            self.held.keep(f"{record.levelname} {record.name}: {record.getMessage()}")
-        return False
+        current = current.parent if current.propagate else None
+    last = logging.lastResort
+    return last is not None and record.levelno >= last.level
 
 
-#: the noisy packages' loggers, and the names still held by placeholders; looked for again when
-#: a logger was added or a placeholder became a logger (loggers are never removed)
-_NOISY_LOGGERS: tuple[int, list[logging.Logger], list[str]] = (-1, [], [])
+def _held_call_handlers(logger: logging.Logger, record: logging.LogRecord) -> None:
+    """``Logger.callHandlers`` while a ``Held`` is active: a noisy package's record of a holding
+    thread is kept by that thread's innermost ``Held`` instead of reaching the handlers."""
+    helds = _holding.get(threading.get_ident())
+    if helds and record.name.split(".")[0] in NOISY_PACKAGES and record.name != STRUCTURED_TRACE_LOGGER:
+        if _would_show(logger, record):
+            helds[-1].keep(f"{record.levelname} {record.name}: {record.getMessage()}")
+        return
+    _passed_on(logger, record)
 
 
-def _noisy_loggers() -> list[logging.Logger]:
-    global _NOISY_LOGGERS
-    registry = logging.Logger.manager.loggerDict
-    count, loggers, placeholders = _NOISY_LOGGERS
-    if count != len(registry) or any(isinstance(registry.get(n), logging.Logger) for n in placeholders):
-        noisy = [(name, item) for name, item in list(registry.items()) if name.split(".")[0] in NOISY_PACKAGES]
-        loggers = [item for _, item in noisy if isinstance(item, logging.Logger)]
-        placeholders = [name for name, item in noisy if not isinstance(item, logging.Logger)]
-        _NOISY_LOGGERS = (len(registry), loggers, placeholders)
-    return loggers
+def _hold_logs(held: Held) -> None:
+    """One class attribute for every logger, however many loggers and handlers there are (a
+    filter on each handler meant walking every logger per attempt, which cost more than the rest
+    of ``Held`` together, most of it inside the export after it: the walk evicted its data)."""
+    global _passed_on, _wrapped
+    with _holding_lock:
+        current = logging.Logger.__dict__.get("callHandlers")
+        _wrapped = _wrapped and current is not _passed_on  # their wrapper is gone again
+        if not _holding and current is not _held_call_handlers and not _wrapped:
+            _passed_on = current
+            logging.Logger.callHandlers = _held_call_handlers  # type: ignore[method-assign]
+        _holding.setdefault(held.thread, []).append(held)
 
 
-def _handlers() -> list[logging.Handler]:
-    """Every handler a record of a noisy package's logger can reach."""
-    found: dict[int, logging.Handler] = {}
-    loggers: list[logging.Logger] = [logging.getLogger(), *_noisy_loggers()]
-    for logger in loggers:
-        for handler in logger.handlers:
-            found[id(handler)] = handler
-    if logging.lastResort is not None:
-        found[id(logging.lastResort)] = logging.lastResort
-    return list(found.values())
+def _release_logs(held: Held) -> None:
+    global _wrapped
+    with _holding_lock:
+        helds = _holding.get(held.thread, [])
+        if held in helds:
+            helds.remove(held)
+        if not helds:
+            _holding.pop(held.thread, None)
+        if _holding:
+            return
+        if logging.Logger.__dict__.get("callHandlers") is _held_call_handlers:
+            logging.Logger.callHandlers = _passed_on  # type: ignore[method-assign]
+        else:
+            _wrapped = True
 
 
 @final
@@ -125,8 +148,6 @@ class Held:
         self.dropped = 0
         self.thread = threading.get_ident()
         self._showwarning: Any = None
-        self._filter = _LogHold(self)
-        self._handlers: list[logging.Handler] = []
 
     def __enter__(self) -> Held:
         if not self.enabled:
@@ -134,9 +155,7 @@ class Held:
         self.thread = threading.get_ident()
         self._showwarning = warnings.showwarning
         warnings.showwarning = self._show
-        self._handlers = _handlers()
-        for handler in self._handlers:
-            handler.addFilter(self._filter)
+        _hold_logs(self)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -145,9 +164,7 @@ class Held:
             return
         if warnings.showwarning == self._show:
             warnings.showwarning = self._showwarning
-        for handler in self._handlers:
-            handler.removeFilter(self._filter)
-        self._handlers = []
+        _release_logs(self)
 
     def keep(self, line: str) -> None:
         if len(self.lines) < MAX_HELD:

@@ -9,6 +9,7 @@ noted in the ledger and printed once per call site; ``-m module`` runs as ``pyth
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import logging
 import os
@@ -203,6 +204,7 @@ def test_held_noise_keeps_torchs_warnings_and_logs_only(tmp_path):
         warnings.warn_explicit("from another thread", FutureWarning, torch.__file__, 2)
         other_thread.append("done")
 
+    original_call_handlers = logging.Logger.__dict__["callHandlers"]
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("always")
         with route_noise.Held() as held:
@@ -227,7 +229,45 @@ def test_held_noise_keeps_torchs_warnings_and_logs_only(tmp_path):
     assert failure.log.startswith("== exception ==\nboom\n== torch's warnings and log lines ==")
     assert "internal deprecation" in failure.log
     # nothing of it stays installed
+    assert logging.Logger.__dict__["callHandlers"] is original_call_handlers
     assert all(not h.filters for h in logging.getLogger("torch").handlers)
+
+
+def test_held_logs_reach_loggers_made_during_the_attempt_and_only_this_threads():
+    """An export imports torch modules whose loggers and handlers appear while ``Held`` is
+    active: their records are held too; another thread's records, a record no handler would take
+    and torch's structured trace records (data ``draft_export`` reads through a handler it adds
+    during the attempt) are not; nested holds give each record to the innermost; afterwards
+    nothing of it stays."""
+    seen, traced = io.StringIO(), io.StringIO()
+    trace_log = logging.getLogger(route_noise.STRUCTURED_TRACE_LOGGER)
+    handler, reader = logging.StreamHandler(seen), logging.StreamHandler(traced)
+    late = logging.getLogger("torch.onnx._internal.made_during_the_attempt")
+    original_call_handlers = logging.Logger.__dict__["callHandlers"]
+    try:
+        with route_noise.Held() as outer:
+            handler.setLevel(logging.WARNING)
+            late.addHandler(handler)
+            late.propagate = False
+            late.warning("made during the attempt")
+            late.info("below every handler's level")
+            trace_log.addHandler(reader)
+            trace_log.warning("a structured trace record")
+            with route_noise.Held() as inner:
+                late.warning("inside the inner attempt")
+            thread = threading.Thread(target=lambda: late.warning("another thread's"))
+            thread.start()
+            thread.join()
+        late.warning("after the attempt")
+    finally:
+        late.removeHandler(handler)
+        trace_log.removeHandler(reader)
+        late.propagate = True
+    assert outer.lines == ["WARNING torch.onnx._internal.made_during_the_attempt: made during the attempt"]
+    assert inner.lines == ["WARNING torch.onnx._internal.made_during_the_attempt: inside the inner attempt"]
+    assert seen.getvalue().splitlines() == ["another thread's", "after the attempt"]
+    assert traced.getvalue() == "a structured trace record\n"
+    assert logging.Logger.__dict__["callHandlers"] is original_call_handlers
 
 
 def test_shown_notices_stay_bounded(monkeypatch):
