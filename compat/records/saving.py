@@ -67,6 +67,15 @@ _LOCATION_KEY = b"\n\x08location"  # how a tensor's external-data location start
 _HIDDEN_DATA = r"\.{data}\.compat-(\d+)-[0-9a-f]+\.(?:next|link)"
 _OLD_VERSIONED = r"{name}\.[0-9a-f]{{12}}\.data"  # this shim's earlier data file names
 _ALIGN = 4096  # tensor offsets in a consolidated data file (page aligned, so it can be mapped)
+_ANY_HIDDEN_DATA = re.compile(_HIDDEN_DATA.format(data=r".+"))
+_ANY_OLD_VERSIONED = re.compile(_OLD_VERSIONED.format(name=r".+"))
+#: folder -> its stat key (and ``_STARTED``) after this process's last save there, when that save
+#: found nothing by our leftovers' names. While the key is unchanged a save skips the listing:
+#: what a listing removes is older than this process or of this process, and nothing of either
+#: can have come since (a failed save of ours forgets the folder). Saving into a folder of
+#: thousands of files no longer lists it each time.
+_QUIET_FOLDERS: dict[str, tuple[Any, ...]] = {}
+_QUIET_FOLDERS_LIMIT = 256
 _FOLDER_LOCKS: dict[str, threading.Lock] = {}
 _FOLDER_LOCKS_GUARD = threading.Lock()
 #: what the model files this process wrote refer to, by (path, device, inode, size, mtime): a
@@ -146,7 +155,11 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
     pair = _Pair(target, os.path.dirname(target), os.path.basename(target), st)
     try:
         with _folder_lock(pair.folder):
-            clean_stale(pair.folder, pair.entries())
+            if _unchanged_since_last_save(pair.folder):
+                pair._entries = []  # nothing a listing could find to remove (_QUIET_FOLDERS)
+            else:
+                clean_stale(pair.folder, pair.entries())
+            _QUIET_FOLDERS.pop(pair.folder, None)  # until this save has succeeded
             if outcome.staged is not None or _external(outcome, req):
                 staged = outcome.staged if outcome.staged is not None else _stage(pair, outcome)
                 outcome.staged = None
@@ -157,9 +170,42 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
                         f"look for external data beside the path they are given)")
             else:
                 _write_model(_as_bytes(outcome), pair)
+            _remember_quiet(pair)
     finally:
         outcome.notes.extend(pair.notes)
     return shown
+
+
+def _folder_key(folder: str) -> tuple[Any, ...] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink, _STARTED)
+
+
+def _unchanged_since_last_save(folder: str) -> bool:
+    known = _QUIET_FOLDERS.get(folder)
+    return known is not None and known == _folder_key(folder)
+
+
+def _remember_quiet(pair: _Pair) -> None:
+    """After a successful save: remember the folder as it is now, if its listing (when this save
+    made one) held nothing by the names of our leftovers, which a later listing could then find
+    removable (a process alive now may be gone by then)."""
+    listed = pair._entries
+    if listed is None or any(_looks_like_ours(e.name) for e in listed):
+        return
+    key = _folder_key(pair.folder)
+    if key is not None:
+        if len(_QUIET_FOLDERS) >= _QUIET_FOLDERS_LIMIT:
+            _QUIET_FOLDERS.clear()
+        _QUIET_FOLDERS[pair.folder] = key
+
+
+def _looks_like_ours(name: str) -> bool:
+    return bool(_STAGING_DIR.match(name) or files.TEMP_FILE.match(name) or _ANY_HIDDEN_DATA.fullmatch(name)
+                or _ANY_OLD_VERSIONED.fullmatch(name))
 
 
 def _check_output_names(outcome: Outcome, req: ExportRequest) -> None:

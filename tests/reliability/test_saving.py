@@ -330,3 +330,39 @@ def test_stale_temp_files_and_staging_folders_are_cleaned(tmp_path, monkeypatch)
     remaining = set(os.listdir(tmp_path))
     for name, kept in leftovers.items():
         assert (name in remaining) == kept, name
+
+
+def test_a_folder_unchanged_since_the_last_save_is_not_listed_again(tmp_path, monkeypatch):
+    """Saving lists the folder for leftovers of killed exports only when something changed there
+    since this process's last save: a leftover that appears later (of a process gone, older than
+    this one) is still removed by the next save, and the saves keep their models."""
+    import subprocess
+    import sys
+
+    from compat.records import saving
+
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(path="."):
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    target = tmp_path / "m.onnx"
+    for seed in (1, 2, 3):
+        model = Tiny(seed).eval()
+        compat.export(model, X, target, route="legacy", input_names=["x"])
+        check_parity(target, model, X, ["x"])
+    assert listed.count(str(tmp_path)) == 1, listed  # the first save only
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = tmp_path / f".m.onnx.compat-{dead.pid}-1234.tmp"
+    leftover.write_bytes(b"partial")
+    monkeypatch.setattr(saving, "_STARTED", saving._STARTED + 1e9)  # as if in a later process
+    model = Tiny(4).eval()
+    compat.export(model, X, target, route="legacy", input_names=["x"])
+    check_parity(target, model, X, ["x"])
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
+    assert listed.count(str(tmp_path)) == 2, listed
