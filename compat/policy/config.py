@@ -196,10 +196,26 @@ def _load_cached(path: str, _mtime: int) -> ProjectConfig:
 
 
 def _start_folder(call_site: str) -> str:
+    """The calling script's folder, where its project's pyproject is looked up; the working
+    folder for code without a file (``<stdin>``, ``exec``)."""
     filename = call_site.rsplit(":", 1)[0]
-    if filename and not filename.startswith("<") and os.path.exists(filename):
-        return os.path.dirname(os.path.abspath(filename))
+    if filename and not filename.startswith("<"):
+        folder = _script_folder(filename) if os.path.isabs(filename) else _folder_of_file(filename)
+        if folder is not None:
+            return folder
     return os.getcwd()
+
+
+@functools.lru_cache(maxsize=256)
+def _script_folder(filename: str) -> str | None:
+    """``_folder_of_file`` of an absolute path, once per process: each export call looks its
+    settings up two or three times, and a stat per lookup was a measurable part of a small
+    export's overhead (a script that calls exists while it runs)."""
+    return _folder_of_file(filename)
+
+
+def _folder_of_file(filename: str) -> str | None:
+    return os.path.dirname(os.path.abspath(filename)) if os.path.exists(filename) else None
 
 
 def resolve_route(
