@@ -8,6 +8,9 @@ Rows (ratio of medians, target <= 1.05):
 * TorchScript route: numerator ``compat.export(route='legacy')``, denominator
   ``torch.onnx.export(dynamo=False)``, for a 6-block and a 1-block CNN and a 24M-parameter
   convnet (``bench_model_state``'s; 6M with ``--quick``);
+* the same TorchScript-route pair for the 1-block CNN writing into a folder that holds 2,000
+  other files (500 with ``--quick``), as a checkpoint or output folder does: what the shim pays
+  per file in the folder (its leftover check) shows here;
 * torch.export route: numerator ``compat.export(route='dynamo')``, denominator
   ``torch.onnx.export(dynamo=True, external_data=False)``, 1-block CNN;
 * auto route: numerator ``compat.export()`` (torch.export succeeds, route memory in a private
@@ -32,6 +35,7 @@ TITLE = "dispatch overhead: compat.export / torch.onnx.export, same route, same 
 TORCH_TS, COMPAT_TS = "torch.onnx.export(dynamo=False)", "compat.export(route='legacy')"
 TORCH_DY = "torch.onnx.export(dynamo=True, external_data=False)"
 COMPAT_DY, COMPAT_AUTO = "compat.export(route='dynamo')", "compat.export() auto"
+BUSY_FOLDER_FILES = 2000
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -56,7 +60,20 @@ def run(quick: bool = False) -> dict[str, Any]:
             }, reps=reps, warmup=warmup)
             rows.append(ratio(t, COMPAT_TS, TORCH_TS, f"TorchScript route, {label}", "<= 1.05"))
             written[f"TorchScript route, {label}"] = {n: layout(paths[n]) for n in (TORCH_TS, COMPAT_TS)}
-        model = models["1-block CNN"]  # torch.export costs ~0.5 s even here: more runs beat noise
+        busy = Path(tmp) / "busy"
+        busy.mkdir()
+        for i in range(500 if quick else BUSY_FOLDER_FILES):
+            (busy / f"other-{i}.txt").touch()
+        busy_paths = {n: str(busy / f"{i}.onnx") for i, n in enumerate((TORCH_TS, COMPAT_TS))}
+        model = models["1-block CNN"]
+        t = alternate({
+            TORCH_TS: lambda: torch.onnx.export(model, x, busy_paths[TORCH_TS], dynamo=False),
+            COMPAT_TS: lambda: compat.export(model, x, busy_paths[COMPAT_TS], route="legacy"),
+        }, reps=10 if quick else 40, warmup=2)
+        rows.append(ratio(t, COMPAT_TS, TORCH_TS, "TorchScript route, 1-block CNN, into a folder of "
+                                                  f"{500 if quick else BUSY_FOLDER_FILES:,} files", "<= 1.05"))
+        written["TorchScript route, busy folder"] = {n: layout(busy_paths[n]) for n in (TORCH_TS, COMPAT_TS)}
+        # torch.export costs ~0.5 s even here: more runs beat noise
         t = alternate({
             TORCH_DY: lambda: torch.onnx.export(model, x, paths[TORCH_DY], dynamo=True, external_data=False),
             COMPAT_DY: lambda: compat.export(model, x, paths[COMPAT_DY], route="dynamo"),

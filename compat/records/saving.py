@@ -19,7 +19,8 @@
   refers to (when the new data would have to replace such a file, the save is refused with
   ``CompatFileExistsError`` before anything is written), never a file nothing of ours wrote.
 * Leftovers of killed exports in the folder (staging folders, temp files, hidden data files;
-  recognised by name, their process gone) are removed by the next save to that folder.
+  recognised by name, their process gone) are removed by the next save to that folder (a save
+  lists the folder only when it changed since this process's last save there).
 
 Saves to one folder are serialised (``flock`` on the folder, where the file system has it).
 A failed save leaves any previous file at ``f`` untouched and no temp file behind.
