@@ -156,11 +156,11 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
     pair = _Pair(target, os.path.dirname(target), os.path.basename(target), st)
     try:
         with _folder_lock(pair.folder):
-            if _unchanged_since_last_save(pair.folder):
+            known = _QUIET_FOLDERS.pop(pair.folder, None)  # remembered again once this save succeeds
+            if known is not None and known == _folder_key(pair.folder):
                 pair._entries = []  # nothing a listing could find to remove (_QUIET_FOLDERS)
             else:
                 clean_stale(pair.folder, pair.entries())
-            _QUIET_FOLDERS.pop(pair.folder, None)  # until this save has succeeded
             if outcome.staged is not None or _external(outcome, req):
                 staged = outcome.staged if outcome.staged is not None else _stage(pair, outcome)
                 outcome.staged = None
@@ -183,11 +183,6 @@ def _folder_key(folder: str) -> tuple[Any, ...] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink, _STARTED)
-
-
-def _unchanged_since_last_save(folder: str) -> bool:
-    known = _QUIET_FOLDERS.get(folder)
-    return known is not None and known == _folder_key(folder)
 
 
 def _remember_quiet(pair: _Pair) -> None:
