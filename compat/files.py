@@ -26,6 +26,8 @@ from collections.abc import Callable
 #: of the writer, so leftovers of a killed process can be recognised and removed
 TEMP_FILE = re.compile(r"^\..+\.compat-(\d+)-(\d+)\.tmp$")
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOT_GIVEN = object()
+_pid = os.getpid()  # temp file names carry it (a forked child updates it)
 
 
 class FolderNotWritable(PermissionError):
@@ -46,6 +48,7 @@ def atomic_write(
     before_replace: Callable[[], None] | None = None,
     durable: bool = True,
     resolved: bool = False,
+    current: os.stat_result | None | object = _NOT_GIVEN,
 ) -> str:
     """Replace the file at ``path`` with ``data`` atomically; returns the path written.
 
@@ -60,16 +63,21 @@ def atomic_write(
     not followed; umask mode, the writer's owner): for entries of a folder several users share.
     ``before_replace`` runs after the data is written, before it is moved into place. The file
     the replace drops is freed off the caller's thread (:func:`_hold_replaced`).
-    ``resolved``: ``path`` is already absolute and free of symlinks (the caller's
-    ``os.path.realpath``), so it is not resolved again. On any failure the old file is untouched and no temp file is left behind.
+    ``resolved``: ``path`` is already absolute and its last part is not a symlink (the caller
+    resolved it), so it is not resolved again; ``current``: its stat, which the caller took just
+    now (None: nothing there), so it is not taken again. On any failure the old file is untouched
+    and no temp file is left behind.
     """
     st: os.stat_result | None = None
     if as_new_file:
         target = os.path.abspath(os.fspath(path))
     else:
         target = os.fspath(path) if resolved else os.path.realpath(os.fspath(path))
-        with contextlib.suppress(FileNotFoundError):
-            st = os.stat(target)
+        if current is not _NOT_GIVEN:
+            st = current  # type: ignore[assignment]
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                st = os.stat(target)
     folder, name = os.path.split(target)
     fd, tmp = _create_temp(folder, name)
     replaced = None
@@ -154,8 +162,10 @@ def _close_forever(jobs: queue.SimpleQueue[int]) -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child has no closing thread, and copies of the descriptors it had still to close
-    (each would keep a replaced file's blocks for the child's life): closed here."""
-    global _closing, _closing_lock
+    (each would keep a replaced file's blocks for the child's life): closed here. Its temp files
+    carry its own pid."""
+    global _closing, _closing_lock, _pid
+    _pid = os.getpid()
     _closing, _closing_lock = None, threading.Lock()
     for fd in list(_pending):
         with contextlib.suppress(OSError):
@@ -213,7 +223,7 @@ def _create_temp(folder: str, name: str) -> tuple[int, str]:
     by an earlier process with this pid gets a random token added rather than be reused."""
     base = f".{name}"
     while True:
-        tmp = os.path.join(folder, f"{base}.compat-{os.getpid()}-{threading.get_ident()}.tmp")
+        tmp = os.path.join(folder, f"{base}.compat-{_pid}-{threading.get_ident()}.tmp")
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o666), tmp
         except FileExistsError:

@@ -127,7 +127,7 @@ def staging_path(req: ExportRequest) -> str | None:
     from compat.records.saving import staging_dir
 
     # the folder of the file f resolves to: saving moves the staged files there (symlinks followed)
-    target = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(req.f))))
+    target = os.path.realpath(os.fsdecode(os.fspath(req.f)))  # a link before a ".." followed, as open() does
     folder, name = os.path.split(target)
     return os.path.join(staging_dir(folder), name)
 

@@ -142,9 +142,10 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
     if not isinstance(f, (str, os.PathLike)):
         f.write(_as_bytes(outcome))
         return f"<{type(f).__name__}>"
-    shown = os.path.abspath(os.fsdecode(os.fspath(f)))
-    target = os.path.realpath(shown)
-    st = _stat(target)
+    path = os.fsdecode(os.fspath(f))
+    shown = os.path.abspath(path)
+    with_data = outcome.staged is not None or _external(outcome, req)
+    target, st = _resolve(path, shown, with_data)
     if st is not None and not stat.S_ISREG(st.st_mode):
         data = _as_bytes(outcome)
         discard(outcome)
@@ -161,7 +162,7 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
                 pair._entries = []  # nothing a listing could find to remove (_QUIET_FOLDERS)
             else:
                 clean_stale(pair.folder, pair.entries())
-            if outcome.staged is not None or _external(outcome, req):
+            if with_data:
                 staged = outcome.staged if outcome.staged is not None else _stage(pair, outcome)
                 outcome.staged = None
                 if _commit(staged, pair) and os.path.dirname(shown) != pair.folder:
@@ -175,6 +176,28 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
     finally:
         outcome.notes.extend(pair.notes)
     return shown
+
+
+def _resolve(path: str, shown: str, with_data: bool) -> tuple[str, os.stat_result | None]:
+    """The file ``path`` names with symlinks followed, and its stat (None: no file yet).
+
+    A self-contained model (not ``with_data``) at a name that is not a link takes one ``lstat``: it is
+    replaced in the folder its name is in, through whatever links lead there. A model with
+    external data, or a link, gets the real path (the data file goes beside the real file).
+    ``realpath`` gets ``path`` as given: it follows a link before a ``..`` after it, as ``open``
+    does (``abspath`` would drop the pair lexically)."""
+    if not with_data and os.pardir not in path.replace(os.altsep or os.sep, os.sep).split(os.sep):
+        try:
+            st = os.lstat(shown)
+        except FileNotFoundError:
+            return shown, None
+        except OSError:
+            pass
+        else:
+            if not stat.S_ISLNK(st.st_mode):
+                return shown, st
+    target = os.path.realpath(path)
+    return target, _stat(target)
 
 
 def _folder_key(folder: str) -> tuple[Any, ...] | None:
@@ -247,10 +270,11 @@ def _folder_lock(folder: str) -> Iterator[None]:
 def _write_model(data: bytes, pair: _Pair) -> None:
     """Replace the model file with a self-contained model; then remove the data files the
     replaced model used (that no other model uses)."""
-    old_refs = _external_locations(pair.target) if pair.target_stat is not None else set()
+    st = _stat(pair.target)  # under the folder lock: what the save replaces
+    old_refs = _external_locations(pair.target, st) if st is not None else set()
     try:
         files.atomic_write(pair.target, data, before_replace=lambda: _step("tmp-written"), durable=False,
-                           resolved=True)
+                           resolved=True, current=st)
         _remember_refs(pair.target, frozenset())
     except files.FolderNotWritable as exc:
         if pair.target_stat is None or not os.access(pair.target, os.W_OK):
@@ -463,11 +487,13 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _stat_key(path: str) -> tuple[Any, ...] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
+def _stat_key(path: str, st: os.stat_result | None = None) -> tuple[Any, ...] | None:
+    """What identifies the file at ``path`` and its content (from ``st`` when given)."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
@@ -480,11 +506,11 @@ def _remember_refs(path: str, refs: frozenset[str]) -> None:
     _WRITTEN_REFS[key] = refs
 
 
-def _external_locations(path: str) -> set[str]:
+def _external_locations(path: str, st: os.stat_result | None = None) -> set[str]:
     """Data files the model at ``path`` refers to (empty when it is self-contained or unreadable).
-    A file this process wrote and nobody changed since is known; else a byte scan first: a
-    self-contained model is not parsed."""
-    known = _WRITTEN_REFS.get(_stat_key(path))  # type: ignore[arg-type]
+    A file this process wrote and nobody changed since (``st``: its stat just taken) is known;
+    else a byte scan first: a self-contained model is not parsed."""
+    known = _WRITTEN_REFS.get(_stat_key(path, st))  # type: ignore[arg-type]
     if known is not None:
         return set(known)
     try:

@@ -85,6 +85,37 @@ def test_dangling_symlink_creates_its_target(tmp_path):
     check_parity(tmp_path / "target.onnx", model, X, ["x"])
 
 
+@pytest.mark.parametrize("external_data", [False, True])
+def test_a_link_before_dotdot_is_followed_as_open_follows_it(tmp_path, monkeypatch, external_data):
+    """``f="link/../m.onnx"``: open() follows the link, then goes up from its target, so torch
+    writes beside the target's folder; the shim writes there too (it used to drop ``link/..``
+    lexically and write into the current folder), and nothing lands in the current folder."""
+    (tmp_path / "store" / "deep").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "link").symlink_to(tmp_path / "store" / "deep")
+    monkeypatch.chdir(tmp_path / "work")
+    model = Tiny().eval()
+    torch.onnx.export(model, X, "link/../torch.onnx", dynamo=False, input_names=["x"])
+    compat.export(model, X, "link/../m.onnx", route="legacy", external_data=external_data, input_names=["x"])
+    assert (tmp_path / "store" / "torch.onnx").is_file()  # where open() resolves the name
+    assert sorted(os.listdir(tmp_path / "work")) == ["link"]
+    check_parity(tmp_path / "store" / "m.onnx", model, X, ["x"])
+    assert ("m.onnx.data" in os.listdir(tmp_path / "store")) == external_data
+
+
+def test_a_file_through_a_linked_folder_is_replaced_in_the_real_folder(tmp_path):
+    """A save through a folder link replaces the file in the folder the link leads to; the link
+    stays a link and nothing else is left there."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    model = Tiny().eval()
+    for _ in range(3):
+        compat.export(model, X, tmp_path / "alias" / "m.onnx", route="legacy", input_names=["x"])
+        compat.export(model, X, tmp_path / "real" / "m.onnx", route="legacy", input_names=["x"])
+    assert (tmp_path / "alias").is_symlink() and sorted(os.listdir(tmp_path / "real")) == ["m.onnx"]
+    check_parity(tmp_path / "alias" / "m.onnx", model, X, ["x"])
+
+
 def _loads_everywhere(path, model) -> None:
     """onnx (which refuses data files with a second hard link or behind a symlink) and
     onnxruntime both load ``path`` with its data, and it computes what ``model`` does."""
