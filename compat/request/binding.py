@@ -49,39 +49,56 @@ def split_legacy_args(
     return tuple(args), (dict(kwargs) if kwargs else None)
 
 
-#: a method's function -> (its defaults, keyword defaults, code, the bound method's signature):
-#: working a signature out costs a third of a small model's normalize, on every call
-_SIGNATURES: dict[Any, tuple[Any, Any, Any, inspect.Signature]] = {}
+#: a method's function -> (its defaults, keyword defaults, code, the bound method's signature and
+#: its positional plan): working a signature out costs a third of a small model's normalize
+_SIGNATURES: dict[Any, tuple[Any, Any, Any, inspect.Signature, tuple[tuple[str, ...], int] | None]] = {}
 _SIGNATURES_LIMIT = 512
+_POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def _signature(fn: Any) -> inspect.Signature:
-    """``inspect.signature(fn)``, remembered for a bound method (not a wrapper, nor one with its
-    own ``__signature__``) while its function's defaults and code stay the objects they were."""
+def _signature(fn: Any) -> tuple[inspect.Signature, tuple[tuple[str, ...], int] | None]:
+    """``inspect.signature(fn)`` and its positional plan (:func:`_positional_plan`), remembered
+    for a bound method (not a wrapper, nor one with its own ``__signature__``) while its
+    function's defaults and code stay the objects they were."""
     func = fn.__func__ if isinstance(fn, types.MethodType) else None
     if not isinstance(func, types.FunctionType) or hasattr(func, "__signature__") or hasattr(func, "__wrapped__"):
-        return inspect.signature(fn)
+        sig = inspect.signature(fn)
+        return sig, _positional_plan(sig)
     known = _SIGNATURES.get(func)
     if known is not None and known[0] is func.__defaults__ and known[1] is func.__kwdefaults__ \
             and known[2] is func.__code__:
-        return known[3]
+        return known[3], known[4]
     sig = inspect.signature(fn)
+    plan = _positional_plan(sig)
     if len(_SIGNATURES) >= _SIGNATURES_LIMIT:
         _SIGNATURES.clear()
-    _SIGNATURES[func] = (func.__defaults__, func.__kwdefaults__, func.__code__, sig)
-    return sig
+    _SIGNATURES[func] = (func.__defaults__, func.__kwdefaults__, func.__code__, sig, plan)
+    return sig, plan
+
+
+def _positional_plan(sig: inspect.Signature) -> tuple[tuple[str, ...], int] | None:
+    """For a signature of positional parameters only: their names, and how many lead without a
+    default (a call of that many to all of them, without keywords, binds in order). None
+    otherwise."""
+    params = list(sig.parameters.values())
+    if any(p.kind not in _POSITIONAL_KINDS for p in params):
+        return None
+    return tuple(p.name for p in params), sum(p.default is inspect.Parameter.empty for p in params)
 
 
 def bind(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> tuple[Param, ...]:
     """forward()'s parameters bound to the call; ``CompatTypeError`` when it does not bind."""
     fn = getattr(model, "forward", model)
     try:
-        sig = _signature(fn)
+        sig, plan = _signature(fn)
+        if plan is not None and not kwargs and plan[1] <= len(args) <= len(plan[0]):
+            # what the general path below gives such a call, without Signature.bind
+            return tuple(Param(name, "pos", value) for name, value in zip(plan[0], args))
         bound = sig.bind(*args, **(kwargs or {}))
     except (TypeError, ValueError) as exc:
         raise CompatTypeError(f"args/kwargs do not match {type(model).__name__}.forward(): {exc}") from exc
     params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = [p for p in params if p.kind in _POSITIONAL_KINDS]
     last = max((i for i, p in enumerate(positional) if p.name in bound.arguments), default=-1)
     out: list[Param] = []
     for p in positional[: last + 1]:

@@ -121,6 +121,45 @@ def test_a_remembered_signature_follows_changed_defaults_and_a_replaced_forward(
     assert [(n, v) for n, _, v in _bound(third)] == [("y", X), ("scale", S)]
 
 
+class _OneInput(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+
+class _Defaults(torch.nn.Module):
+    def forward(self, x, y=None, z=2):
+        return x
+
+
+class _PositionalOnly(torch.nn.Module):
+    def forward(self, x, /, y, z=None):
+        return x
+
+
+class _NoInput(torch.nn.Module):
+    def forward(self):
+        return torch.zeros(1)
+
+
+@pytest.mark.parametrize("model_class", [_OneInput, _Defaults, _PositionalOnly, _NoInput])
+def test_positional_calls_bind_as_the_signature_binds_them(model_class):
+    """A forward() of positional parameters only, called without keyword inputs, binds through a
+    remembered plan: each call length binds as ``Signature.bind`` does, and one it refuses is
+    recorded as unbound, on the first call (which works the plan out) and on the next."""
+    model = model_class()
+    sig = binding.inspect.signature(model.forward)
+    for n in range(len(sig.parameters) + 2):
+        args = tuple(torch.full((1,), float(i)) for i in range(n))
+        try:
+            want = [(name, "pos", value) for name, value in sig.bind(*args).arguments.items()]
+        except TypeError:
+            want = None
+        for _ in range(2):
+            params, why = binding.try_bind(model, args, None)
+            assert (None if params is None else [(p.name, p.kind, p.value) for p in params]) == want, n
+            assert (why is None) == (want is not None)
+
+
 def test_a_call_forward_cannot_take_is_recorded_not_raised():
     req = normalize.normalize(Scaled(), (X,), None, kwargs={"nope": S})
     assert req.params is None
