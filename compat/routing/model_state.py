@@ -163,17 +163,19 @@ def restore_values(states: list[_TensorState]) -> None:
     unconditionally, as a write through ``.data`` or numpy does not move the version counter and
     a copy costs about what a comparison would; through ``.data``, so the restore does not move
     it either (an autograd graph the caller holds stays valid)."""
+    moved = [s for s in states if _layout(s.tensor) != s.layout]
+    if not moved and all(s.copy is None for s in states):
+        return  # the common case: nothing to put back, so no grad-mode switch either
     import torch
 
     with torch.no_grad():
+        for s in moved:
+            with contextlib.suppress(RuntimeError):
+                s.tensor.data = _original(s)
         for s in states:
-            t = s.tensor
-            if _layout(t) != s.layout:
-                with contextlib.suppress(RuntimeError):
-                    t.data = _original(s)
             if s.copy is not None:
                 with contextlib.suppress(RuntimeError, NotImplementedError):
-                    t.data.copy_(s.copy)
+                    s.tensor.data.copy_(s.copy)
 
 
 @dataclass
