@@ -34,15 +34,26 @@ _TOP = __package__.rpartition(".")[0]  # compat, or torch_onnx_compat when insta
 _lock = threading.RLock()
 
 
+#: ``route_module``'s answers, each kept once its import has finished (never a module another
+#: thread is still initializing): every export asks for its route's package
+_found: dict[str, ModuleType] = {}
+
+
 def route_module(dotted: str) -> ModuleType:
     """Our ``legacy``/``dynamo`` package or one of its modules, e.g. ``"dynamo.torch_internals"``."""
+    module = _found.get(dotted)
+    if module is not None:
+        return module
     top, _, rest = dotted.partition(".")
     if top not in ROUTE_PACKAGES:
         raise ValueError(f"not a route package: {dotted!r}")
     if _INSTALLED:
-        return importlib.import_module(f"{_TOP}.{dotted}")
-    package = _checkout_package(top)
-    return importlib.import_module(f"{package.__name__}.{rest}") if rest else package
+        module = importlib.import_module(f"{_TOP}.{dotted}")
+    else:
+        package = _checkout_package(top)
+        module = importlib.import_module(f"{package.__name__}.{rest}") if rest else package
+    _found[dotted] = module
+    return module
 
 
 def _is_ours(module: ModuleType | None, name: str) -> bool:

@@ -55,6 +55,7 @@ def test_route_packages_are_never_a_users(tmp_path: Path, monkeypatch: pytest.Mo
     foreign.__file__ = str(tmp_path / "legacy" / "__init__.py")
     monkeypatch.setitem(sys.modules, "legacy", foreign)
     monkeypatch.delitem(sys.modules, "_torch_onnx_compat_legacy", raising=False)
+    monkeypatch.setattr(route_packages, "_found", {})  # as in a process that has not exported yet
     ours = route_packages.route_module("legacy")
     assert ours is not foreign and Path(ours.__file__) == REPO / "legacy" / "__init__.py"
     assert callable(ours.export) and route_packages.route_module("legacy") is ours
