@@ -193,6 +193,23 @@ def test_a_replaced_file_is_released_by_the_closing_thread(tmp_path):
     assert os.listdir(tmp_path) == ["m.onnx"]
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+def test_a_large_replaced_file_is_freed_by_the_replace_itself(tmp_path, monkeypatch):
+    """A replaced file over ``HOLD_MAX_BYTES`` is not held for the closing thread (freeing it there
+    while the next large model is written slowed that write): when the replace returns, no
+    descriptor of it is open; a small one is released by the closing thread."""
+    monkeypatch.setattr(files, "HOLD_MAX_BYTES", 1 << 20)
+    large, small = tmp_path / "large.onnx", tmp_path / "small.onnx"
+    large.write_bytes(os.urandom(2 << 20))
+    small.write_bytes(b"small")
+    assert _released(str(tmp_path))
+    files.atomic_write(large, b"new large", durable=False)
+    assert not any(str(tmp_path) in d for d in _descriptors_of_deleted_files())
+    assert large.read_bytes() == b"new large"
+    files.atomic_write(small, b"new small", durable=False)
+    assert _released(str(tmp_path)) and small.read_bytes() == b"new small"
+
+
 @pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc/self/fd"),
                     reason="forks, reads /proc/self/fd")
 def test_a_forked_child_releases_its_replaced_files(tmp_path):
