@@ -36,6 +36,9 @@ def alternate(contenders: Mapping[str, Callable[[], Any]], reps: int, warmup: in
     for _ in range(warmup):
         for n in names:
             contenders[n]()
+    # timing starts on a quiet disk: the writeback of what earlier rows or benchmarks wrote
+    # (gigabytes after a large model's row) would land on some runs and not others
+    os.sync()
     times: dict[str, list[float]] = {n: [] for n in names}
     for i in range(reps):
         for n in (names if i % 2 == 0 else names[::-1]):
