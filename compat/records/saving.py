@@ -277,7 +277,7 @@ def _write_model(data: bytes, pair: _Pair) -> None:
                            resolved=True, current=st)
         _remember_refs(pair.target, frozenset())
     except files.FolderNotWritable as exc:
-        if pair.target_stat is None or not os.access(pair.target, os.W_OK):
+        if st is None or not os.access(pair.target, os.W_OK):
             raise exc.error from None
         _write_in_place(pair.target, data)
         pair.notes.append(f"{pair.target} written in place, not atomically: its folder is not "
