@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, TextIO, final
 
@@ -70,7 +71,7 @@ class Capture:
             return
         out_f, err_f, saved, py_out, py_err, routers = self._state
         self._state = []
-        _flush()
+        _flush(skip=routers)  # this thread's writes through the routers are in memory already
         if saved:
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
@@ -177,6 +178,14 @@ class _ThreadRouter(io.TextIOBase):
         return True
 
     @property
+    def closed(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self._target(), "closed", False))
+
+    def close(self) -> None:
+        """Nothing to close: the streams behind the router are not its own. (``io.IOBase``
+        would flush them again when the router is freed after the capture.)"""
+
+    @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._previous, "encoding", None) or "utf-8"
 
@@ -214,12 +223,20 @@ def _scratch_file(name: str) -> Any:
     return tempfile.TemporaryFile()
 
 
-def _flush() -> None:
+def _flush(skip: Sequence[Any] = ()) -> None:
+    """Flush ``sys.stdout``/``sys.stderr`` (but the streams in ``skip``) and the C stdio buffers
+    (torch's C++ prints); what fails to flush is left as it is."""
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+        if any(stream is s for s in skip):
+            continue
+        try:
             stream.flush()
-    with contextlib.suppress(Exception):  # C stdio buffers (torch's C++ prints)
+        except Exception:  # noqa: BLE001,S110 - a closed or broken stream: nothing to flush
+            pass
+    try:
         _c_fflush()(None)
+    except Exception:  # noqa: BLE001,S110 - no C library to flush
+        pass
 
 
 @functools.cache

@@ -320,3 +320,34 @@ def test_a_capture_starts_empty_after_one_that_held_output_and_captures_nest():
     assert (outer.stdout, outer.stderr) == ("outer\n", "outer err\n")
     assert (inner.stdout, inner.stderr) == ("inner\n", "inner err\n")
     assert (last.stdout, last.stderr) == ("last\n", "")
+
+
+def test_a_capture_flushes_the_scripts_stream_once_and_never_closes_it(monkeypatch):
+    """The script's stream is flushed once, before the redirect (its pending output must not land
+    in the capture); this thread's routed writes are in memory, so nothing is flushed after, also
+    not when the router is freed. A ``close()`` of the routed ``sys.stdout`` closes nothing."""
+    import gc
+
+    from compat.routing.capture import Capture
+
+    class Counting(io.StringIO):
+        flushes = 0
+
+        def flush(self):
+            self.flushes += 1
+            super().flush()
+
+    script = Counting()
+    monkeypatch.setattr(sys, "stdout", script)
+    with Capture() as capture:
+        routed = sys.stdout
+        assert routed is not script
+        routed.close()
+        assert routed.closed is False
+        print("still captured")
+    del routed
+    gc.collect()
+    assert sys.stdout is script
+    assert capture.stdout == "still captured\n"
+    assert script.flushes == 1
+    assert not script.closed
