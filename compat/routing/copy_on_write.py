@@ -47,6 +47,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from compat.errors import ModelChangedWarning
+from compat.installed import torch_internals
 from compat.routing import model_state
 
 _PURE, _WRITES, _ESCAPES, _FLAGGED = range(4)
@@ -83,27 +84,26 @@ def _call(f, a, k): return f(*a, **k)  # noqa: E704 - one line: the call is on t
 _call.__code__ = _call.__code__.replace(co_name=_CALL_NAME)
 
 
-@contextlib.contextmanager
-def copy_on_write(model: Any) -> Iterator[None]:
-    """Guard ``model`` while a TorchScript export traces it (see the module docstring)."""
+def copy_on_write(model: Any) -> contextlib.AbstractContextManager[None]:
+    """Guard ``model`` while a TorchScript export traces it (see the module docstring). Call it
+    where the guard is entered (``with copy_on_write(model):``): it reads the model then."""
     import torch
 
-    from compat.installed import torch_internals
-
     if not isinstance(model, torch.nn.Module):
-        yield
-        return
+        return contextlib.nullcontext()
     snapshot = model_state.open_snapshot(model)
     scripted = snapshot.scripted if snapshot is not None else any(
         isinstance(m, torch.jit.ScriptModule) for m in model_state.modules(model))
     if scripted or not torch_internals.has_tracer_name_lookup():
-        with model_state.values_preserved(model):  # code the mode does not see: copy it all
-            yield
-        return
+        return model_state.values_preserved(model)  # code the mode does not see: copy it all
     if _parameter_bytes(model) <= EAGER_COPY_BYTES:  # copying is cheaper than watching
-        with model_state.values_preserved(model):
-            yield
-        return
+        return model_state.values_preserved(model)
+    return _watched(model)
+
+
+@contextlib.contextmanager
+def _watched(model: Any) -> Iterator[None]:
+    """Watch the forward: copy each parameter just before its first write (the module docstring)."""
     guard = _Guard(model)
     handles = [model.register_forward_pre_hook(guard.enter, prepend=True),
                model.register_forward_hook(guard.leave, always_call=True)]
@@ -140,8 +140,6 @@ class _Guard:
     """Copies of the buffers, and of each parameter the forward writes to (made just before)."""
 
     def __init__(self, model: Any) -> None:
-        from compat.installed import torch_internals
-
         self.thread = threading.get_ident()
         self.depth = 0
         self.tracing = False
@@ -174,8 +172,6 @@ class _Guard:
 
     def enter(self, *_: Any) -> None:
         """Forward pre-hook: watch from here (the outermost call of the model's forward)."""
-        from compat.installed import torch_internals
-
         if threading.get_ident() != self.thread:
             return
         if self.depth == 0:
@@ -197,8 +193,6 @@ class _Guard:
             self._stop()
 
     def _stop(self) -> None:
-        from compat.installed import torch_internals
-
         self.mode.__exit__(None, None, None)
         if self.tracing:
             torch_internals.set_tracer_name_lookup(None)
@@ -216,8 +210,6 @@ class _Guard:
     def restore(self) -> set[int]:
         """Put back every copy; the ids of parameters changed without one (their version counter
         moved while no call the mode saw could write them)."""
-        from compat.installed import torch_internals
-
         copied = [s for states in self.saved.values() for s in states]
         model_state.restore_values([*self.eager, *copied])
         done = {id(s.tensor) for s in copied}
@@ -274,8 +266,6 @@ def _kind(func: Any) -> tuple[int, Any]:
 
 
 def _classify(func: Any) -> tuple[int, Any]:
-    from compat.installed import torch_internals
-
     name = getattr(func, "__name__", "")
     if name in ("__get__", "__set__"):  # a tensor attribute: ``.data``, ``.shape``, ...
         owner = getattr(getattr(func, "__self__", None), "__name__", "")

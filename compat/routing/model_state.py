@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from compat.installed import torch_internals
+
 
 @dataclass
 class _TensorState:
@@ -86,19 +88,23 @@ class _Snapshot:
     def __init__(self, model: Any, copy_params: bool, copy_buffers: bool, tree: list[Any] | None = None) -> None:
         import torch
 
-        from compat.installed import torch_internals
-
         self.modules = modules(model) if tree is None else tree
         self.scripted = False  # a module of the tree is TorchScript code
         self.slots = []
+        #: modules with no parameter or buffer (activations, containers): restored to none
+        self.bare = []
         params: dict[int, Any] = {}
         buffers: dict[int, Any] = {}
+        script_module, module_slots = torch.jit.ScriptModule, torch_internals.module_slots
         for m in self.modules:
-            if isinstance(m, torch.jit.ScriptModule):
+            if isinstance(m, script_module):
                 self.scripted = True
                 own_params, own_buffers = m.parameters(recurse=False), m.buffers(recurse=False)
             else:
-                live_params, live_buffers, non_persistent = torch_internals.module_slots(m)
+                live_params, live_buffers, non_persistent = module_slots(m)
+                if not (live_params or live_buffers or non_persistent):
+                    self.bare.append(m)
+                    continue
                 self.slots.append((m, dict(live_params), dict(live_buffers), set(non_persistent)))
                 own_params, own_buffers = live_params.values(), live_buffers.values()
             for t in own_params:
@@ -125,10 +131,14 @@ class _Snapshot:
         return self._nbytes
 
     def restore(self) -> None:
-        from compat.installed import torch_internals
-
+        module_slots = torch_internals.module_slots
+        for m in self.bare:
+            live = module_slots(m)
+            if live[0] or live[1] or live[2]:
+                for slot in live:
+                    slot.clear()
         for m, params, buffers, non_persistent in self.slots:
-            live_params, live_buffers, live_non_persistent = torch_internals.module_slots(m)
+            live_params, live_buffers, live_non_persistent = module_slots(m)
             if _changed(live_params, params) or _changed(live_buffers, buffers):
                 live_params.clear()
                 live_params.update(params)
@@ -145,8 +155,6 @@ class _Snapshot:
 def modules(model: Any) -> list[Any]:
     """``list(model.modules())`` (each module once, the model first), without the name prefixes
     ``named_modules`` builds."""
-    from compat.installed import torch_internals
-
     found = {id(model): model}
     stack = [model]
     while stack:
@@ -267,56 +275,78 @@ def open_snapshot(model: Any) -> _Snapshot | None:
     return stack[-1][1] if stack and stack[-1][0] is model else None
 
 
-@contextlib.contextmanager
-def preserved(model: Any, will_train: bool = True) -> Iterator[None]:
+def preserved(model: Any, will_train: bool = True) -> contextlib.AbstractContextManager[None]:
     """Restore every submodule's training flag, the identity and storage of every parameter and
     buffer, and buffer values when a forward may run in train mode (the whole model is not in
     eval mode, or ``will_train``), whatever happens."""
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        yield
-        return
-    tree = modules(model)
-    flags = [m.training for m in tree]
-    snapshot = _Snapshot(model, copy_params=False, copy_buffers=will_train or any(flags), tree=tree)
-    stack = _open.__dict__.setdefault("stack", [])
-    stack.append((model, snapshot))
-    try:
-        yield
-    finally:
-        stack.pop()
-        for m, flag in zip(tree, flags):
+        return contextlib.nullcontext()
+    return _Preserved(model, will_train)
+
+
+class _Preserved:
+    """``preserved``'s guard. A class rather than a generator: it runs around every export, and
+    a generator-based context manager costs a few microseconds more per use."""
+
+    __slots__ = ("flags", "model", "snapshot", "stack", "tree", "will_train")
+
+    def __init__(self, model: Any, will_train: bool) -> None:
+        self.model, self.will_train = model, will_train
+
+    def __enter__(self) -> None:
+        self.tree = tree = modules(self.model)
+        self.flags = flags = [m.training for m in tree]
+        self.snapshot = _Snapshot(self.model, copy_params=False, copy_buffers=self.will_train or any(flags),
+                                  tree=tree)
+        self.stack = _open.__dict__.setdefault("stack", [])
+        self.stack.append((self.model, self.snapshot))
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stack.pop()
+        for m, flag in zip(self.tree, self.flags):
             if m.training is not flag:
                 m.training = flag
-        snapshot.restore()
+        self.snapshot.restore()
 
 
-@contextlib.contextmanager
-def values_preserved(model: Any) -> Iterator[None]:
+def values_preserved(model: Any) -> contextlib.AbstractContextManager[None]:
     """Copy every parameter and buffer, and put back whatever the block changed (their values,
     and inside ``preserved`` of the same model only those: ``preserved`` restores identities)."""
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        yield
-        return
-    snapshot = open_snapshot(model)
-    if snapshot is not None:
-        # ``preserved`` puts storage and identities back after this: only the values here
-        raw, others = raw_copies(snapshot.tensors)
-        states = [copied(s) for s in others]
+        return contextlib.nullcontext()
+    return _ValuesPreserved(model)
+
+
+class _ValuesPreserved:
+    """``values_preserved``'s guard (a class for the reason ``_Preserved`` gives)."""
+
+    __slots__ = ("model", "raw", "snapshot", "states")
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __enter__(self) -> None:
+        snapshot = open_snapshot(self.model)
+        if snapshot is not None:
+            # ``preserved`` puts storage and identities back after this: only the values here
+            self.raw, others = raw_copies(snapshot.tensors)
+            self.states = [copied(s) for s in others]
+            self.snapshot = None
+        else:
+            self.snapshot = _Snapshot(self.model, copy_params=True, copy_buffers=True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.snapshot is not None:
+            self.snapshot.restore()
+            return
         try:
-            yield
+            raw_restore(self.raw)
         finally:
-            raw_restore(raw)
-            restore_values(states)
-        return
-    snapshot = _Snapshot(model, copy_params=True, copy_buffers=True)
-    try:
-        yield
-    finally:
-        snapshot.restore()
+            restore_values(self.states)
 
 
 def snapshot(model: Any) -> _Snapshot:

@@ -74,6 +74,21 @@ class SwapsParameterStorage(torch.nn.Module):
         return self.fc(x)
 
 
+class RegistersOnABareModule(torch.nn.Module):
+    """Gives a submodule that had no parameter or buffer (an activation) one of each in forward
+    (which torch's tracer refuses: the state dict changed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.act.register_buffer("calls", torch.ones(1))
+        self.act.scale = torch.nn.Parameter(torch.full((1,), 2.0))
+        return self.act(self.fc(x)) * self.act.scale
+
+
 class MutatesThenFails(CountsInEval):
     """Changes state, then fails on both routes (data-dependent branch returning a float)."""
 
@@ -212,6 +227,24 @@ def test_failed_export_leaves_the_model_as_it_was(tmp_path, route):
             compat.export(model, (torch.rand(3, 4),), tmp_path / "m.onnx", route=route)
     _assert_unchanged(model, before)
     assert not (tmp_path / "m.onnx").exists()
+
+
+@pytest.mark.parametrize("route", ["legacy", "auto"])
+def test_what_a_forward_registers_on_a_parameterless_module_is_removed(tmp_path, route):
+    """The TorchScript route fails on it (so does torch's); torch.export captures it. Either way
+    the activation has no parameter or buffer after the call."""
+    model = RegistersOnABareModule().eval()
+    before = _state(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if route == "legacy":
+            with pytest.raises(ExportFailed, match="TorchScript export failed"):
+                compat.export(model, (X,), tmp_path / "m.onnx", route=route)
+        else:
+            program = compat.export(model, (X,), tmp_path / "m.onnx", route=route)
+            assert program is not None  # an ONNXProgram: the torch.export route's model
+    _assert_unchanged(model, before)
+    assert not hasattr(model.act, "scale") and not hasattr(model.act, "calls")
 
 
 def test_train_mode_export_restores_buffers_and_flags(tmp_path):
