@@ -8,7 +8,6 @@ as text (its traceback references the frames, which reference the model).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import threading
 from collections import deque
@@ -87,12 +86,16 @@ class CallHistory:
 def detached(outcome: Outcome) -> Outcome:
     """A copy of ``outcome`` that refers to no model: program, model bytes and staging path
     dropped, lists copied (the route may still append to its own)."""
-    return dataclasses.replace(
-        outcome, program=None, model_bytes=None, staged=None,
-        translations=list(outcome.translations), warnings=list(outcome.warnings),
-        notes=list(outcome.notes), tracer_warnings=[dict(w) for w in outcome.tracer_warnings],
-        baked=[dict(b) for b in outcome.baked],
-    )
+    # a field-for-field copy, as ``dataclasses.replace`` makes, without re-running ``__init__``
+    # (a fifth of the history's cost per call)
+    copy = object.__new__(type(outcome))
+    copy.__dict__.update(vars(outcome))
+    copy.program = copy.model_bytes = copy.staged = None
+    copy.translations, copy.warnings, copy.notes = (
+        list(outcome.translations), list(outcome.warnings), list(outcome.notes))
+    copy.tracer_warnings = [dict(w) for w in outcome.tracer_warnings]
+    copy.baked = [dict(b) for b in outcome.baked]
+    return copy
 
 
 def one_line(text: str, limit: int = 200) -> str:

@@ -119,6 +119,21 @@ class ExportRequest:
             object.__setattr__(self, "params", params)
             object.__setattr__(self, "unbound", unbound)
 
+    @classmethod
+    def bound(cls, **values: Any) -> ExportRequest:
+        """``cls(**values)`` for a call ``normalize`` checked and bound (``params``/``unbound``
+        given): the defaults filled in directly, without the frozen ``__init__``'s
+        ``object.__setattr__`` per field (5 of ``normalize``'s 13 us, for 37 fields)."""
+        defaults = _defaults(cls)
+        if values.keys() - defaults.keys() or "model" not in values or "args" not in values \
+                or (values.get("params") is None and values.get("unbound") is None):
+            return cls(**values)  # an unknown or missing field (__init__ says so), or not bound
+        req = object.__new__(cls)
+        fields = req.__dict__
+        fields.update(defaults)
+        fields.update(values)
+        return req
+
     def replace(self, **changes: Any) -> ExportRequest:
         if "args" in changes or "kwargs" in changes or "model" in changes:
             changes.setdefault("params", None)  # other inputs: bound again
@@ -136,6 +151,23 @@ class ExportRequest:
     def model_name(self) -> str:
         cls = type(self.model)
         return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@functools.cache
+def _defaults(cls: type) -> dict[str, Any]:
+    """Each init field of the dataclass ``cls`` and its default (``model`` and ``args``, which
+    have none, map to None: ``bound`` requires them)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name}: a default factory needs __init__")
+        else:
+            out[f.name] = None
+    return out
 
 
 @dataclass

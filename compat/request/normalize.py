@@ -156,7 +156,7 @@ def _build(
         _check_modules_as_functions(opts["export_modules_as_functions"])
     _check_f(f, opts.get("external_data"))
     fields.update(opts)
-    req = ExportRequest(
+    req = ExportRequest.bound(
         model=model, args=args_t, kwargs=kwargs, f=f, route=route, call_site=call_site,
         given=frozenset(given), usages=tuple(usages), params=params, unbound=unbound, **fields,
     )

@@ -146,3 +146,22 @@ def test_malformed_env_var(net, tmp_path, monkeypatch):
     with pytest.raises(CompatValueError, match="TORCH_ONNX_COMPAT_STRICT"):
         compat.export(net, X, tmp_path / "m.onnx")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_normalized_request_equals_one_built_field_by_field(net):
+    """normalize fills the request's fields directly (ExportRequest.bound): the same request as
+    the dataclass's own __init__ builds, frozen as that one is; a name __init__ refuses is refused."""
+    import dataclasses
+
+    from compat.request import ExportRequest
+
+    req = normalize.normalize(net, (torch.rand(1, 4),), "m.onnx", True, opset_version=13, input_names=["x"],
+                              dynamic_axes={"x": {0: "b"}}, training=torch.onnx.TrainingMode.EVAL)
+    values = {f.name: getattr(req, f.name) for f in dataclasses.fields(req) if f.init}
+    built = ExportRequest(**values)
+    assert req == built and vars(req) == vars(built)
+    assert (req.opset_version, req.input_names, req.params) == (13, ("x",), built.params)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        req.route = "legacy"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no_such_option"):
+        ExportRequest.bound(**values, no_such_option=1)
