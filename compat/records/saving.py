@@ -44,7 +44,6 @@ import shutil
 import signal
 import stat
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from typing import Any
 
 from compat import files
 from compat.errors import CompatFileExistsError, CompatValueError
+from compat.records import folder_lock
 from compat.request import ExportRequest, Outcome
 
 PROTOBUF_LIMIT = 2**31 - 1  # a single ModelProto cannot be larger than 2 GB
@@ -77,8 +77,6 @@ _ANY_OLD_VERSIONED = re.compile(_OLD_VERSIONED.format(name=r".+"))
 #: thousands of files no longer lists it each time.
 _QUIET_FOLDERS: dict[str, tuple[Any, ...]] = {}
 _QUIET_FOLDERS_LIMIT = 256
-_FOLDER_LOCKS: dict[str, threading.Lock] = {}
-_FOLDER_LOCKS_GUARD = threading.Lock()
 #: what the model files this process wrote refer to, by (path, device, inode, size, mtime): a
 #: re-export need not read the file it replaces to learn which data files it used
 _WRITTEN_REFS: dict[tuple[Any, ...], frozenset[str]] = {}
@@ -156,9 +154,9 @@ def save(outcome: Outcome, req: ExportRequest) -> str | None:
     # the data file goes beside the model file (a link's target): one folder holds the pair
     pair = _Pair(target, os.path.dirname(target), os.path.basename(target), st)
     try:
-        with _folder_lock(pair.folder):
+        with folder_lock.held(pair.folder) as folder_stat:
             known = _QUIET_FOLDERS.pop(pair.folder, None)  # remembered again once this save succeeds
-            if known is not None and known == _folder_key(pair.folder):
+            if known is not None and known == _folder_key(pair.folder, folder_stat):
                 pair._entries = []  # nothing a listing could find to remove (_QUIET_FOLDERS)
             else:
                 clean_stale(pair.folder, pair.entries())
@@ -200,11 +198,13 @@ def _resolve(path: str, shown: str, with_data: bool) -> tuple[str, os.stat_resul
     return target, _stat(target)
 
 
-def _folder_key(folder: str) -> tuple[Any, ...] | None:
-    try:
-        st = os.stat(folder)
-    except OSError:
-        return None
+def _folder_key(folder: str, st: os.stat_result | None = None) -> tuple[Any, ...] | None:
+    """What tells whether ``folder`` changed (``st``: its stat, taken just now; None: take it)."""
+    if st is None:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return None
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink, _STARTED)
 
 
@@ -241,28 +241,6 @@ def _check_output_names(outcome: Outcome, req: ExportRequest) -> None:
             f"output_names has {len(req.output_names)} names but the model has {count} "
             f"output{'s' if count != 1 else ''}: {list(req.output_names)}"
         )
-
-
-@contextlib.contextmanager
-def _folder_lock(folder: str) -> Iterator[None]:
-    """One save at a time into ``folder``: threads of this process, and other processes through
-    ``flock`` on the folder itself (no lock file is left; skipped where unsupported)."""
-    with _FOLDER_LOCKS_GUARD:
-        lock = _FOLDER_LOCKS.setdefault(folder, threading.Lock())
-    with lock:
-        fd = None
-        try:
-            import fcntl
-
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except (ImportError, OSError):
-            pass
-        try:
-            yield
-        finally:
-            if fd is not None:
-                os.close(fd)  # releases the flock
 
 
 # --- one self-contained file --------------------------------------------------------------------
