@@ -200,11 +200,9 @@ def _resolve(path: str, shown: str, with_data: bool) -> tuple[str, os.stat_resul
 
 def _folder_key(folder: str, st: os.stat_result | None = None) -> tuple[Any, ...] | None:
     """What tells whether ``folder`` changed (``st``: its stat, taken just now; None: take it)."""
+    st = st if st is not None else _stat_or_none(folder)
     if st is None:
-        try:
-            st = os.stat(folder)
-        except OSError:
-            return None
+        return None
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink, _STARTED)
 
 
@@ -467,11 +465,9 @@ def _fsync(path: str) -> None:
 
 def _stat_key(path: str, st: os.stat_result | None = None) -> tuple[Any, ...] | None:
     """What identifies the file at ``path`` and its content (from ``st`` when given)."""
+    st = st if st is not None else _stat_or_none(path)
     if st is None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
+        return None
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
@@ -647,6 +643,13 @@ def _stat(path: str) -> os.stat_result | None:
     try:
         return os.stat(path)
     except FileNotFoundError:
+        return None
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
         return None
 
 

@@ -64,6 +64,17 @@ class Tiny(torch.nn.Module):
         return self.fc2(torch.tanh(self.fc1(x)))
 
 
+def open_descriptors() -> list[str]:
+    """What this process's open descriptors point at (``/proc/self/fd``, Linux)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+    return found
+
+
 def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 180,
                cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter, in ``cwd``, with the repository importable."""

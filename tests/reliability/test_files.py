@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from rel_helpers import open_descriptors
 
 from compat import files
 
@@ -157,15 +158,7 @@ def test_the_temp_file_is_allocated_before_it_is_written(tmp_path, monkeypatch):
 
 
 def _descriptors_of_deleted_files() -> list[str]:
-    found = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            where = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if where.endswith(" (deleted)"):
-            found.append(where)
-    return found
+    return [where for where in open_descriptors() if where.endswith(" (deleted)")]
 
 
 def _released(folder: str, timeout: float = 10.0) -> bool:

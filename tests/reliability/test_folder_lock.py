@@ -12,7 +12,7 @@ import time
 
 import pytest
 import torch
-from rel_helpers import Tiny, check_parity
+from rel_helpers import Tiny, check_parity, open_descriptors
 
 import compat
 from compat.records import folder_lock, saving
@@ -97,14 +97,7 @@ def test_descriptors_of_at_most_the_kept_limit_of_folders_stay_open(tmp_path, mo
         folder.mkdir()
         models[folder] = Tiny(i).eval()
         compat.export(models[folder], X, folder / "m.onnx", route="legacy", input_names=["x"])
-    kept = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            where = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if where.startswith(str(tmp_path)):
-            kept.append(where)
+    kept = [where for where in open_descriptors() if where.startswith(str(tmp_path))]
     assert 1 <= len(kept) <= 3, kept
     for folder, model in models.items():
         check_parity(folder / "m.onnx", model, X, ["x"])
