@@ -295,6 +295,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def stat_or_none(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """``os.stat(path)``, or None when there is nothing to stat there (any ``OSError``)."""
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
 def find_pyproject(start: str | os.PathLike[str]) -> str | None:
     """The nearest ``pyproject.toml`` at or above the folder ``start``, or None."""
     folder = os.path.abspath(os.fspath(start))

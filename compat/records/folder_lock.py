@@ -17,6 +17,8 @@ import os
 import threading
 from collections.abc import Iterator
 
+from compat.files import stat_or_none
+
 try:
     import fcntl
 except ImportError:  # Windows: the threads of this process only
@@ -64,13 +66,13 @@ def _lock(entry: _Folder, folder: str) -> os.stat_result | None:
     """``flock`` ``entry``'s descriptor of ``folder`` (opened if need be); the folder's stat."""
     for _ in range(3):  # the folder replaced between the lock and the stat: lock the new one
         if fcntl is None or (entry.fd is None and not _open(entry, folder)):
-            return _stat(folder)
+            return stat_or_none(folder)
         try:
             fcntl.flock(entry.fd, fcntl.LOCK_EX)
         except OSError:  # a file system without flock: the threads of this process only
             _close(entry)
-            return _stat(folder)
-        st = _stat(folder)
+            return stat_or_none(folder)
+        st = stat_or_none(folder)
         if st is not None and (st.st_dev, st.st_ino) == entry.identity:
             return st
         with contextlib.suppress(OSError):
@@ -78,7 +80,7 @@ def _lock(entry: _Folder, folder: str) -> os.stat_result | None:
         _close(entry)
         if st is None:
             return None
-    return _stat(folder)
+    return stat_or_none(folder)
 
 
 def _open(entry: _Folder, folder: str) -> bool:
@@ -122,13 +124,6 @@ def _close_idle() -> None:
                         os.close(fd)
             finally:
                 entry.lock.release()
-
-
-def _stat(folder: str) -> os.stat_result | None:
-    try:
-        return os.stat(folder)
-    except OSError:
-        return None
 
 
 def _after_fork_in_child() -> None:

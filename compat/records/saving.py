@@ -200,7 +200,7 @@ def _resolve(path: str, shown: str, with_data: bool) -> tuple[str, os.stat_resul
 
 def _folder_key(folder: str, st: os.stat_result | None = None) -> tuple[Any, ...] | None:
     """What tells whether ``folder`` changed (``st``: its stat, taken just now; None: take it)."""
-    st = st if st is not None else _stat_or_none(folder)
+    st = st if st is not None else files.stat_or_none(folder)
     if st is None:
         return None
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink, _STARTED)
@@ -465,7 +465,7 @@ def _fsync(path: str) -> None:
 
 def _stat_key(path: str, st: os.stat_result | None = None) -> tuple[Any, ...] | None:
     """What identifies the file at ``path`` and its content (from ``st`` when given)."""
-    st = st if st is not None else _stat_or_none(path)
+    st = st if st is not None else files.stat_or_none(path)
     if st is None:
         return None
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -640,16 +640,10 @@ def discard(outcome: Outcome) -> None:
 
 
 def _stat(path: str) -> os.stat_result | None:
+    """None when nothing is at ``path``; any other error (a folder this user cannot read) is raised."""
     try:
         return os.stat(path)
     except FileNotFoundError:
-        return None
-
-
-def _stat_or_none(path: str) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except OSError:
         return None
 
 
