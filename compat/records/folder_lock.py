@@ -104,26 +104,27 @@ def _open(entry: _Folder, folder: str) -> bool:
 def _close(entry: _Folder) -> None:
     """Close ``entry``'s descriptor (its lock is held by the caller)."""
     with _guard:
-        fd, entry.fd, entry.identity = entry.fd, None, None
-        with contextlib.suppress(ValueError):
-            _kept.remove(entry)
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        _drop(entry)
 
 
 def _close_idle() -> None:
     """Close the descriptors of the folders no thread is saving into (``_guard`` is held)."""
-    for entry in list(_kept):
+    for entry in list(_kept):  # noqa: PERF101 - _drop removes from _kept while this runs
         if entry.lock.acquire(blocking=False):
             try:
-                fd, entry.fd, entry.identity = entry.fd, None, None
-                _kept.remove(entry)
-                if fd is not None:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
+                _drop(entry)
             finally:
                 entry.lock.release()
+
+
+def _drop(entry: _Folder) -> None:
+    """Close ``entry``'s descriptor and forget it (``_guard`` and the entry's lock are held)."""
+    fd, entry.fd, entry.identity = entry.fd, None, None
+    with contextlib.suppress(ValueError):
+        _kept.remove(entry)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _after_fork_in_child() -> None:
